@@ -1,0 +1,460 @@
+"""Privacy events, their composition, and an accountant that refuses overspend.
+
+Privacy numbers are kept as exact fractions. A float argument such as ``0.01`` is read as the
+shortest decimal that prints as that float (``Fraction("0.01")``), so one hundred charges of
+``0.01`` fill a budget of ``1`` exactly. Quantities that are irrational (square roots and
+logarithms in advanced composition and zCDP conversion) are computed in floating point and then
+rounded *outwards* (up for a cost, down for an allowance), so accounting errs on the safe side.
+
+Events:
+
+* :class:`PureDP` -- ``epsilon``-differential privacy.
+* :class:`BoundedRange` -- ``epsilon``-bounded range (the exponential mechanism): it implies
+  ``epsilon``-DP and ``epsilon**2 / 8``-zCDP (Cesar and Rogers 2021).
+* :class:`ApproxDP` -- ``(epsilon, delta)``-differential privacy.
+* :class:`ZCDP` -- ``rho``-zero-concentrated DP; pure ``epsilon``-DP implies ``epsilon**2 / 2``.
+
+>>> acc = Accountant(epsilon=1)
+>>> for _ in range(100):
+...     _ = acc.compose(PureDP(0.01))
+>>> acc.spent()
+PureDP(epsilon=1)
+>>> acc.remaining()
+PureDP(epsilon=0)
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import threading
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Union
+
+from fastmwem._validation import check_int
+
+__all__ = [
+    "PureDP",
+    "BoundedRange",
+    "ApproxDP",
+    "ZCDP",
+    "PrivacyEvent",
+    "Accountant",
+    "BudgetExceededError",
+    "LedgerEntry",
+    "exact",
+    "advanced_composition",
+    "zcdp_to_approx_dp",
+    "approx_dp_to_zcdp_budget",
+    "per_round_epsilon",
+]
+
+
+class BudgetExceededError(RuntimeError):
+    """A charge would take an :class:`Accountant` past its budget; nothing was spent."""
+
+
+def exact(value: object, name: str, *, allow_zero: bool = False) -> Fraction:
+    """Return ``value`` as an exact non-negative ``Fraction``.
+
+    Floats are read through their shortest decimal representation, so ``exact(0.1, "x")`` is
+    ``Fraction(1, 10)``.
+
+    >>> exact(0.01, "epsilon")
+    Fraction(1, 100)
+    >>> exact("1/3", "epsilon")
+    Fraction(1, 3)
+    """
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be a number, got bool")
+    if isinstance(value, Fraction):
+        frac = value
+    elif isinstance(value, numbers.Integral):
+        frac = Fraction(int(value))
+    elif isinstance(value, numbers.Real):
+        x = float(value)
+        if not math.isfinite(x):
+            raise ValueError(f"{name} must be finite, got {x}")
+        frac = Fraction(repr(x))
+    elif isinstance(value, str):
+        try:
+            frac = Fraction(value)
+        except (ValueError, ZeroDivisionError):
+            raise ValueError(f"{name} must be a number, got {value!r}") from None
+    else:
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}: {value!r}")
+    if frac < 0 or (frac == 0 and not allow_zero):
+        bound = ">= 0" if allow_zero else "> 0"
+        raise ValueError(f"{name} must be {bound}, got {float(frac)}")
+    return frac
+
+
+def _show(x: Fraction) -> str:
+    return str(x.numerator) if x.denominator == 1 else repr(float(x))
+
+
+def _round_up(x: float) -> Fraction:
+    """An exact fraction >= the real number that float ``x`` approximates (x >= 0)."""
+    return Fraction(math.nextafter(math.nextafter(x, math.inf), math.inf))
+
+
+def _round_down(x: float) -> Fraction:
+    return Fraction(max(0.0, math.nextafter(math.nextafter(x, 0.0), 0.0)))
+
+
+@dataclass(frozen=True)
+class PureDP:
+    """``epsilon``-differential privacy."""
+
+    epsilon: Fraction
+
+    def __init__(self, epsilon: object) -> None:
+        object.__setattr__(self, "epsilon", exact(epsilon, "epsilon", allow_zero=True))
+
+    def __repr__(self) -> str:
+        return f"PureDP(epsilon={_show(self.epsilon)})"
+
+    def pure_epsilon(self) -> Fraction | None:
+        return self.epsilon
+
+    def zcdp_rho(self) -> Fraction | None:
+        return self.epsilon**2 / 2
+
+    def approx(self) -> tuple[Fraction, Fraction]:
+        return self.epsilon, Fraction(0)
+
+
+@dataclass(frozen=True)
+class BoundedRange:
+    """``epsilon``-bounded range: ``epsilon``-DP, and ``epsilon**2 / 8``-zCDP."""
+
+    epsilon: Fraction
+
+    def __init__(self, epsilon: object) -> None:
+        object.__setattr__(self, "epsilon", exact(epsilon, "epsilon", allow_zero=True))
+
+    def __repr__(self) -> str:
+        return f"BoundedRange(epsilon={_show(self.epsilon)})"
+
+    def pure_epsilon(self) -> Fraction | None:
+        return self.epsilon
+
+    def zcdp_rho(self) -> Fraction | None:
+        return self.epsilon**2 / 8
+
+    def approx(self) -> tuple[Fraction, Fraction]:
+        return self.epsilon, Fraction(0)
+
+
+@dataclass(frozen=True)
+class ApproxDP:
+    """``(epsilon, delta)``-differential privacy (``0 <= delta < 1``)."""
+
+    epsilon: Fraction
+    delta: Fraction
+
+    def __init__(self, epsilon: object, delta: object) -> None:
+        d = exact(delta, "delta", allow_zero=True)
+        if d >= 1:
+            raise ValueError(f"delta must be < 1, got {float(d)}")
+        object.__setattr__(self, "epsilon", exact(epsilon, "epsilon", allow_zero=True))
+        object.__setattr__(self, "delta", d)
+
+    def __repr__(self) -> str:
+        return f"ApproxDP(epsilon={_show(self.epsilon)}, delta={_show(self.delta)})"
+
+    def pure_epsilon(self) -> Fraction | None:
+        return self.epsilon if self.delta == 0 else None
+
+    def zcdp_rho(self) -> Fraction | None:
+        return self.epsilon**2 / 2 if self.delta == 0 else None
+
+    def approx(self) -> tuple[Fraction, Fraction]:
+        return self.epsilon, self.delta
+
+
+@dataclass(frozen=True)
+class ZCDP:
+    """``rho``-zero-concentrated differential privacy."""
+
+    rho: Fraction
+
+    def __init__(self, rho: object) -> None:
+        object.__setattr__(self, "rho", exact(rho, "rho", allow_zero=True))
+
+    def __repr__(self) -> str:
+        return f"ZCDP(rho={_show(self.rho)})"
+
+    def pure_epsilon(self) -> Fraction | None:
+        return None if self.rho > 0 else Fraction(0)
+
+    def zcdp_rho(self) -> Fraction | None:
+        return self.rho
+
+    def approx(self) -> tuple[Fraction, Fraction] | None:
+        return None
+
+
+PrivacyEvent = Union[PureDP, BoundedRange, ApproxDP, ZCDP]
+_EVENT_TYPES = (PureDP, BoundedRange, ApproxDP, ZCDP)
+
+
+def zcdp_to_approx_dp(rho: object, delta: object) -> float:
+    """Epsilon such that ``rho``-zCDP implies ``(epsilon, delta)``-DP (Bun and Steinke 2016).
+
+    ``epsilon = rho + 2 sqrt(rho ln(1/delta))``, rounded up.
+
+    >>> round(zcdp_to_approx_dp(0.5, 1e-6), 4)
+    5.7565
+    """
+    r = float(exact(rho, "rho", allow_zero=True))
+    d = float(exact(delta, "delta"))
+    if d >= 1:
+        raise ValueError(f"delta must be < 1, got {d}")
+    return float(_round_up(r + 2.0 * math.sqrt(r * math.log(1.0 / d))))
+
+
+def approx_dp_to_zcdp_budget(epsilon: object, delta: object) -> Fraction:
+    """The largest ``rho`` whose zCDP-to-DP conversion fits in ``(epsilon, delta)``, rounded down.
+
+    Solves ``rho + 2 sqrt(rho L) = epsilon`` with ``L = ln(1/delta)``:
+    ``rho = (sqrt(L + epsilon) - sqrt(L))**2``.
+    """
+    e = float(exact(epsilon, "epsilon"))
+    d = float(exact(delta, "delta"))
+    if d >= 1:
+        raise ValueError(f"delta must be < 1, got {d}")
+    log_term = math.log(1.0 / d)
+    # Written as e^2 / (sqrt(L+e) + sqrt(L))^2 to avoid cancellation when L >> e.
+    rho = e * e / (math.sqrt(log_term + e) + math.sqrt(log_term)) ** 2
+    return _round_down(rho)
+
+
+def advanced_composition(epsilon0: object, rounds: int, delta_prime: object) -> tuple[float, float]:
+    """Advanced composition (Dwork, Rothblum and Vadhan 2010; fast-mwem.txt Thm B.1).
+
+    ``rounds`` adaptive ``epsilon0``-DP steps are ``(epsilon', delta_prime)``-DP with
+    ``epsilon' = epsilon0 sqrt(2 T ln(1/delta')) + T epsilon0 (e^epsilon0 - 1)`` (rounded up).
+
+    >>> eps, delta = advanced_composition(0.01, 100, 1e-6)
+    >>> round(eps, 4), delta
+    (0.5357, 1e-06)
+    """
+    e0 = float(exact(epsilon0, "epsilon0"))
+    t = check_int(rounds, "rounds", minimum=1)
+    d = float(exact(delta_prime, "delta_prime"))
+    if d >= 1:
+        raise ValueError(f"delta_prime must be < 1, got {d}")
+    value = e0 * math.sqrt(2.0 * t * math.log(1.0 / d)) + t * e0 * math.expm1(e0)
+    return float(_round_up(value)), d
+
+
+def per_round_epsilon(epsilon: object, rounds: int, delta: object = 0, *,
+                      method: str = "best", bounded_range: bool = False) -> float:
+    """The largest per-round ``epsilon0`` such that ``rounds`` adaptive rounds fit the budget.
+
+    Args:
+        epsilon: total epsilon.
+        rounds: number of adaptive rounds T, each ``epsilon0``-DP.
+        delta: total delta; ``0`` allows only basic composition.
+        method: ``"basic"`` (``epsilon / T``), ``"advanced"`` (Dwork-Rothblum-Vadhan with
+            ``delta' = delta``), ``"zcdp"`` (each round is ``epsilon0**2 / 2``-zCDP, or
+            ``epsilon0**2 / 8`` when ``bounded_range``), or ``"best"``: the largest of those that
+            apply.
+        bounded_range: the rounds are bounded-range (exponential mechanism) steps.
+
+    Returns:
+        ``epsilon0`` as a float, rounded down.
+
+    >>> per_round_epsilon(1, 10)
+    0.1
+    >>> per_round_epsilon(1, 100, 1e-6, method="advanced") > 0.01
+    True
+    """
+    total = exact(epsilon, "epsilon")
+    t = check_int(rounds, "rounds", minimum=1)
+    d = exact(delta, "delta", allow_zero=True)
+    if d >= 1:
+        raise ValueError(f"delta must be < 1, got {float(d)}")
+    if method not in ("basic", "advanced", "zcdp", "best"):
+        raise ValueError(f"method must be 'basic', 'advanced', 'zcdp' or 'best', got {method!r}")
+    if method in ("advanced", "zcdp") and d == 0:
+        raise ValueError(f"method={method!r} needs delta > 0")
+    candidates: list[float] = []
+    if method in ("basic", "best"):
+        basic = float(total / t)
+        # Keep the float whose decimal reading (the accountant's convention) still fits exactly.
+        while Fraction(repr(basic)) * t > total:
+            basic = math.nextafter(basic, 0.0)
+        candidates.append(basic)
+    if method in ("advanced", "best") and d > 0:
+        target = float(total)
+        lo, hi = 0.0, target
+        for _ in range(200):
+            mid = (lo + hi) / 2
+            if advanced_composition(mid, t, d)[0] <= target:
+                lo = mid
+            else:
+                hi = mid
+        candidates.append(float(_round_down(lo)))
+    if method in ("zcdp", "best") and d > 0:
+        rho = float(approx_dp_to_zcdp_budget(total, d))
+        factor = 8.0 if bounded_range else 2.0
+        candidates.append(float(_round_down(math.sqrt(factor * rho / t))))
+    return max(candidates)
+
+
+@dataclass(frozen=True)
+class LedgerEntry:
+    """One accepted charge: the event as given and what it cost in the accountant's currency."""
+
+    label: str
+    event: PrivacyEvent
+    cost: tuple[Fraction, ...]
+
+
+@dataclass
+class Accountant:
+    """Composes privacy events against a budget and refuses any charge that would overspend.
+
+    Give exactly one budget:
+
+    * ``Accountant(epsilon=e)``: pure DP, basic composition (sum of epsilons).
+    * ``Accountant(epsilon=e, delta=d)``: approximate DP, basic composition (sums of both).
+    * ``Accountant(rho=r)``: zCDP, rhos add up.
+    * ``Accountant(epsilon=e, delta=d, composition="zcdp")``: charges are composed in zCDP and
+      the total must convert to at most ``(e, d)``-DP.
+
+    A refused charge raises :class:`BudgetExceededError` and leaves the accountant unchanged.
+    ``compose`` is thread-safe. There is no global default accountant.
+
+    >>> acc = Accountant(epsilon=1)
+    >>> _ = acc.compose(PureDP(0.5), label="first half")
+    >>> acc.compose(PureDP(0.75))
+    Traceback (most recent call last):
+    ...
+    fastmwem.accounting.BudgetExceededError: charge PureDP(epsilon=0.75) would exceed the budget: spent PureDP(epsilon=0.5) of PureDP(epsilon=1)
+    >>> acc.spent()
+    PureDP(epsilon=0.5)
+    """
+
+    epsilon: object = None
+    delta: object = 0
+    rho: object = None
+    composition: str = "basic"
+    _mode: str = field(init=False, repr=False)
+    _budget: tuple[Fraction, ...] = field(init=False, repr=False)
+    _spent: tuple[Fraction, ...] = field(init=False, repr=False)
+    _ledger: list[LedgerEntry] = field(init=False, repr=False, default_factory=list)
+    _lock: threading.Lock = field(init=False, repr=False, default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        if self.composition not in ("basic", "zcdp"):
+            raise ValueError(f"composition must be 'basic' or 'zcdp', got {self.composition!r}")
+        if self.rho is not None:
+            if self.epsilon is not None:
+                raise ValueError("give either rho or epsilon as the budget, not both")
+            self._mode = "zcdp"
+            self._budget = (exact(self.rho, "rho"),)
+        elif self.epsilon is None:
+            raise ValueError("Accountant needs a budget: epsilon (and delta) or rho")
+        else:
+            eps = exact(self.epsilon, "epsilon")
+            delta = exact(self.delta, "delta", allow_zero=True)
+            if delta >= 1:
+                raise ValueError(f"delta must be < 1, got {float(delta)}")
+            if self.composition == "zcdp":
+                if delta == 0:
+                    raise ValueError("composition='zcdp' needs delta > 0")
+                self._mode = "zcdp"
+                self._budget = (approx_dp_to_zcdp_budget(eps, delta),)
+            elif delta == 0:
+                self._mode = "pure"
+                self._budget = (eps,)
+            else:
+                self._mode = "approx"
+                self._budget = (eps, delta)
+        self._spent = tuple(Fraction(0) for _ in self._budget)
+
+    # -- conversions -------------------------------------------------------------------------
+    def _cost(self, event: PrivacyEvent) -> tuple[Fraction, ...]:
+        if not isinstance(event, _EVENT_TYPES):
+            raise TypeError(f"event must be a privacy event, got {type(event).__name__}")
+        if self._mode == "pure":
+            eps = event.pure_epsilon()
+            if eps is None:
+                raise ValueError(f"{event!r} has no pure-DP cost; this accountant holds pure DP")
+            return (eps,)
+        if self._mode == "approx":
+            pair = event.approx()
+            if pair is None:
+                raise ValueError(
+                    f"{event!r} needs a delta to convert; use Accountant(..., composition='zcdp')"
+                )
+            return pair
+        rho = event.zcdp_rho()
+        if rho is None:
+            raise ValueError(f"{event!r} has no zCDP cost; this accountant composes in zCDP")
+        return (rho,)
+
+    def _as_event(self, values: tuple[Fraction, ...]) -> PrivacyEvent:
+        if self._mode == "pure":
+            return PureDP(values[0])
+        if self._mode == "approx":
+            return ApproxDP(values[0], values[1])
+        return ZCDP(values[0])
+
+    # -- public API --------------------------------------------------------------------------
+    def can_afford(self, event: PrivacyEvent) -> bool:
+        """Whether ``event`` fits in the remaining budget (nothing is charged)."""
+        cost = self._cost(event)
+        with self._lock:
+            return all(s + c <= b for s, c, b in zip(self._spent, cost, self._budget))
+
+    def compose(self, event: PrivacyEvent, *, label: str = "") -> Accountant:
+        """Charge ``event``; return ``self``. Raises :class:`BudgetExceededError` on overspend."""
+        cost = self._cost(event)
+        with self._lock:
+            new = tuple(s + c for s, c in zip(self._spent, cost))
+            if any(n > b for n, b in zip(new, self._budget)):
+                raise BudgetExceededError(
+                    f"charge {event!r} would exceed the budget: spent "
+                    f"{self._as_event(self._spent)!r} of {self._as_event(self._budget)!r}"
+                )
+            self._spent = new
+            self._ledger.append(LedgerEntry(str(label), event, cost))
+        return self
+
+    charge = compose
+
+    def spent(self) -> PrivacyEvent:
+        """What has been charged, in this accountant's currency."""
+        return self._as_event(self._spent)
+
+    def remaining(self) -> PrivacyEvent:
+        """What is left of the budget."""
+        return self._as_event(tuple(b - s for b, s in zip(self._budget, self._spent)))
+
+    def budget(self) -> PrivacyEvent:
+        """The whole budget, in this accountant's currency."""
+        return self._as_event(self._budget)
+
+    @property
+    def ledger(self) -> tuple[LedgerEntry, ...]:
+        """Every accepted charge, in order."""
+        with self._lock:
+            return tuple(self._ledger)
+
+    def ledger_records(self) -> list[dict[str, object]]:
+        """The ledger as JSON-ready dictionaries (numbers as floats and exact strings)."""
+        records = []
+        for entry in self.ledger:
+            rec: dict[str, object] = {"label": entry.label, "event": repr(entry.event)}
+            for key in ("epsilon", "delta", "rho"):
+                if hasattr(entry.event, key):
+                    value = getattr(entry.event, key)
+                    rec[key] = float(value)
+                    rec[key + "_exact"] = str(value)
+            records.append(rec)
+        return records

@@ -1,0 +1,5 @@
+"""Domains, datasets of integer codes, and schemas that encode raw tables."""
+
+from fastmwem.data.domain import Domain
+
+__all__ = ["Domain"]

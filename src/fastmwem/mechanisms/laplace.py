@@ -1,0 +1,109 @@
+"""Additive noise for measurements: Laplace on reals, two-sided geometric on integers."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from fastmwem._validation import check_epsilon, check_positive
+from fastmwem.accounting import Accountant, PureDP
+from fastmwem.mechanisms.base import charge
+from fastmwem.random import make_rng
+
+__all__ = ["Laplace", "Geometric"]
+
+
+def _values(value: object, *, integer: bool) -> np.ndarray:
+    if isinstance(value, (str, bytes)):
+        raise TypeError(f"value must be a number or an array of numbers, got {type(value).__name__}")
+    arr = np.asarray(value)
+    if arr.dtype == object or not (
+        np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)
+    ):
+        raise TypeError(f"value must hold real numbers, got dtype {arr.dtype}")
+    if integer and not np.issubdtype(arr.dtype, np.integer):
+        raise TypeError(f"value must hold integers for the geometric mechanism, got {arr.dtype}")
+    if not integer:
+        bad = ~np.isfinite(arr)
+        if bad.any():
+            raise ValueError(f"value must be finite, got {arr[bad].ravel()[0]}")
+    return arr
+
+
+@dataclass(frozen=True)
+class Laplace:
+    """The Laplace mechanism: adds ``Laplace(0, sensitivity / epsilon)`` noise to each entry.
+
+    Privacy: ``epsilon``-DP (``privacy`` is ``PureDP(epsilon)``) for a value whose L1 norm
+    changes by at most ``sensitivity`` between neighbouring datasets (for an array, the L1 norm of
+    the whole array). Source: mwem.txt s.2.1 (Dwork, McSherry, Nissim and Smith 2006).
+
+    Numerics: floating-point Laplace noise; it is not hardened against precision-based attacks
+    (Mironov 2012; testing-and-audit.md s.1). NaN or infinite values are rejected: releasing them
+    would reveal the input.
+
+    >>> Laplace(epsilon=1.0, sensitivity=2.0).scale
+    2.0
+    """
+
+    epsilon: float
+    sensitivity: float = 1.0
+
+    def __post_init__(self) -> None:
+        check_epsilon(self.epsilon)
+        check_positive(self.sensitivity, "sensitivity")
+
+    @property
+    def scale(self) -> float:
+        return float(self.sensitivity) / float(self.epsilon)
+
+    @property
+    def privacy(self) -> PureDP:
+        return PureDP(self.epsilon)
+
+    def release(self, value: object, *, rng: object = None,
+                accountant: Accountant | None = None) -> float | np.ndarray:
+        """Return ``value`` plus independent Laplace noise (a float for a scalar input)."""
+        arr = _values(value, integer=False).astype(np.float64)
+        generator = make_rng(rng)
+        charge(accountant, self.privacy, "laplace")
+        noisy = arr + generator.laplace(0.0, self.scale, size=arr.shape)
+        return float(noisy) if noisy.ndim == 0 else noisy
+
+
+@dataclass(frozen=True)
+class Geometric:
+    """The two-sided geometric mechanism on integers (Ghosh, Roughgarden and Sundararajan 2009).
+
+    Adds integer noise ``Z`` with ``P[Z = z]`` proportional to ``exp(-epsilon |z| / sensitivity)``.
+    Privacy: ``epsilon``-DP for an integer value (or array) of L1 sensitivity ``sensitivity``.
+    The output lies on the integer lattice, so it has no float-precision leak.
+    """
+
+    epsilon: float
+    sensitivity: int = 1
+
+    def __post_init__(self) -> None:
+        check_epsilon(self.epsilon)
+        if isinstance(self.sensitivity, bool) or not isinstance(self.sensitivity, (int, np.integer)):
+            raise TypeError("sensitivity must be a positive integer for the geometric mechanism")
+        if self.sensitivity <= 0:
+            raise ValueError(f"sensitivity must be > 0, got {self.sensitivity}")
+
+    @property
+    def privacy(self) -> PureDP:
+        return PureDP(self.epsilon)
+
+    def release(self, value: object, *, rng: object = None,
+                accountant: Accountant | None = None) -> int | np.ndarray:
+        """Return ``value`` plus independent two-sided geometric noise."""
+        arr = _values(value, integer=True).astype(np.int64)
+        generator = make_rng(rng)
+        charge(accountant, self.privacy, "geometric")
+        # A difference of two iid geometric variables (support 0, 1, ...) is two-sided geometric.
+        p = -math.expm1(-float(self.epsilon) / float(self.sensitivity))
+        noise = generator.geometric(p, size=arr.shape) - generator.geometric(p, size=arr.shape)
+        noisy = arr + noise
+        return int(noisy) if noisy.ndim == 0 else noisy

@@ -1,0 +1,169 @@
+"""The workload protocol: a set of linear queries over a domain, kept in its structure.
+
+A *histogram* is a flat float64 array of ``domain.size`` entries in C order over
+``domain.shape`` (cell ``(c_0, ..., c_{d-1})`` at ``np.ravel_multi_index(codes, shape)``). A linear
+query ``q`` maps a histogram ``h`` to ``q(h) = sum_x q(x) h(x)``.
+
+Queries are arranged in *groups* of consecutive query indices: a group is what one measurement
+measures at once (a whole marginal, or a single query). Selection mechanisms score queries or
+groups; multiplicative-weights state updates through ``multiply_group``; a maximum-inner-product
+index will use ``row`` vectors as keys. No implementation builds a dense query matrix unless it
+was given one.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from fastmwem._validation import check_int
+from fastmwem.data.domain import Domain
+
+__all__ = ["Workload", "LinearWorkload", "check_histogram"]
+
+#: Largest dense histogram the library will allocate (cells); above it, a factored method is needed.
+MAX_DENSE_CELLS = 2**26
+
+
+def check_histogram(histogram: object, domain: Domain, name: str = "histogram") -> np.ndarray:
+    """Return ``histogram`` as a flat float64 array of ``domain.size`` finite entries."""
+    arr = np.asarray(histogram, dtype=np.float64)
+    if arr.shape == domain.shape:
+        arr = arr.reshape(-1)
+    if arr.ndim != 1 or arr.size != domain.size:
+        raise ValueError(
+            f"{name} must have {domain.size} cells (domain shape {domain.shape}), got shape {arr.shape}"
+        )
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must be finite")
+    return arr
+
+
+@runtime_checkable
+class Workload(Protocol):
+    """A finite family of linear queries over ``domain``.
+
+    Attributes:
+        domain: the domain the queries are defined on.
+        n_queries: number of queries.
+        n_groups: number of measurement groups; group ``g`` holds queries
+            ``group_offsets[g]:group_offsets[g + 1]``.
+        query_sensitivity: ``max_x max_q |q(x)|``: how much one record moves one answer (add/remove).
+        group_sensitivity: array of ``max_x sum_{q in g} |q(x)|``: the L1 sensitivity of a group.
+    """
+
+    domain: Domain
+
+    @property
+    def n_queries(self) -> int: ...
+
+    @property
+    def group_offsets(self) -> np.ndarray: ...
+
+    @property
+    def query_sensitivity(self) -> float: ...
+
+    @property
+    def group_sensitivity(self) -> np.ndarray: ...
+
+    def answer(self, histogram: np.ndarray) -> np.ndarray: ...
+
+    def answer_group(self, histogram: np.ndarray, group: int) -> np.ndarray: ...
+
+    def answer_transpose(self, weights: np.ndarray) -> np.ndarray: ...
+
+    def multiply_group(self, histogram: np.ndarray, group: int, log_factors: np.ndarray) -> None: ...
+
+    def row(self, query: int) -> np.ndarray: ...
+
+
+class LinearWorkload:
+    """Shared behaviour of the workloads; subclasses implement ``answer``, ``answer_transpose``.
+
+    The defaults treat each query as its own group and derive group operations from
+    ``answer_transpose``; structured workloads override them with faster versions.
+    """
+
+    domain: Domain
+
+    # -- to implement ------------------------------------------------------------------------
+    @property
+    def n_queries(self) -> int:
+        raise NotImplementedError
+
+    def answer(self, histogram: np.ndarray) -> np.ndarray:
+        """Answers of every query on ``histogram``: an array of ``n_queries`` floats."""
+        raise NotImplementedError
+
+    def answer_transpose(self, weights: np.ndarray) -> np.ndarray:
+        """``sum_q weights[q] * q(x)`` for every cell ``x``: a flat array of ``domain.size``."""
+        raise NotImplementedError
+
+    @property
+    def query_sensitivity(self) -> float:
+        raise NotImplementedError
+
+    # -- groups ------------------------------------------------------------------------------
+    @property
+    def group_offsets(self) -> np.ndarray:
+        return np.arange(self.n_queries + 1)
+
+    @property
+    def n_groups(self) -> int:
+        return int(self.group_offsets.size - 1)
+
+    @property
+    def group_sensitivity(self) -> np.ndarray:
+        return np.full(self.n_groups, self.query_sensitivity)
+
+    def group_queries(self, group: int) -> slice:
+        """The query indices of ``group``."""
+        g = check_int(group, "group", minimum=0, maximum=self.n_groups - 1)
+        offsets = self.group_offsets
+        return slice(int(offsets[g]), int(offsets[g + 1]))
+
+    def group_sizes(self) -> np.ndarray:
+        return np.diff(self.group_offsets)
+
+    def answer_group(self, histogram: np.ndarray, group: int) -> np.ndarray:
+        """Answers of the queries of one group."""
+        return self.answer(histogram)[self.group_queries(group)]
+
+    def multiply_group(self, histogram: np.ndarray, group: int, log_factors: np.ndarray) -> None:
+        """In place: ``histogram[x] *= exp(sum_{q in group} log_factors[q] q(x))``.
+
+        This is the multiplicative-weights step for a measured group. ``log_factors`` has one
+        entry per query of the group.
+        """
+        queries = self.group_queries(group)
+        weights = np.zeros(self.n_queries)
+        weights[queries] = log_factors
+        histogram *= np.exp(self.answer_transpose(weights))
+
+    def row(self, query: int) -> np.ndarray:
+        """Query ``query`` as a dense vector over the cells (for indices and tests)."""
+        q = check_int(query, "query", minimum=0, maximum=self.n_queries - 1)
+        weights = np.zeros(self.n_queries)
+        weights[q] = 1.0
+        return self.answer_transpose(weights)
+
+    def dense(self) -> np.ndarray:
+        """The whole query matrix, ``n_queries x domain.size`` (small workloads and tests only)."""
+        return np.stack([self.row(q) for q in range(self.n_queries)])
+
+    def describe(self, query: int) -> str:
+        """A short human-readable name of a query."""
+        return f"query {query}"
+
+    def describe_group(self, group: int) -> str:
+        return f"group {group}"
+
+    def _check_weights(self, weights: object) -> np.ndarray:
+        arr = np.asarray(weights, dtype=np.float64)
+        if arr.shape != (self.n_queries,):
+            raise ValueError(f"weights must have shape ({self.n_queries},), got {arr.shape}")
+        return arr
+
+    def __len__(self) -> int:
+        return self.n_queries

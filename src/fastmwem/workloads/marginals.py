@@ -1,0 +1,174 @@
+"""Marginal workloads: every cell of a marginal is a counting query; a marginal is a group."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from fastmwem._validation import check_int
+from fastmwem.data.domain import Domain
+from fastmwem.workloads.base import LinearWorkload, check_histogram
+
+__all__ = ["Marginals"]
+
+
+def _merged_layout(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Shape with each run of unkept axes merged into one, and where the kept axes landed.
+
+    Reductions and broadcasts over a few merged axes are much faster in numpy than over many
+    small ones (16 binary attributes become at most 7 axes for a 3-way marginal).
+    """
+    merged: list[int] = []
+    kept: list[int] = []
+    run = 1
+    wanted = set(axes)
+    for i, n in enumerate(shape):
+        if i in wanted:
+            if run > 1:
+                merged.append(run)
+            run = 1
+            kept.append(len(merged))
+            merged.append(n)
+        else:
+            run *= n
+    if run > 1:
+        merged.append(run)
+    return tuple(merged), tuple(kept)
+
+
+class Marginals(LinearWorkload):
+    """Marginals of a histogram on the given attribute sets.
+
+    The queries of marginal ``m`` on attributes ``A`` are its ``prod(size(a) for a in A)`` cells,
+    in C order over ``A`` sorted by domain position; each is a counting query (``q(x)`` is 0 or 1).
+    Each marginal is one group: one record adds 1 to exactly one of its cells, so a group's L1
+    sensitivity is 1 and the per-query sensitivity is 1.
+
+    >>> d = Domain(["a", "b", "c"], [2, 2, 3])
+    >>> w = Marginals.all_kway(d, 2)
+    >>> w.n_groups, w.n_queries
+    (3, 16)
+    >>> h = np.ones(d.size)
+    >>> w.answer_group(h, 0).tolist()
+    [3.0, 3.0, 3.0, 3.0]
+    """
+
+    def __init__(self, domain: Domain, attribute_sets: Iterable[Sequence[str]]) -> None:
+        if not isinstance(domain, Domain):
+            raise TypeError(f"domain must be a Domain, got {type(domain).__name__}")
+        self.domain = domain
+        sets: list[tuple[int, ...]] = []
+        for attrs in attribute_sets:
+            axes = tuple(sorted(domain.axes(attrs)))
+            if not axes:
+                raise ValueError("attribute_sets must not contain an empty set")
+            sets.append(axes)
+        if not sets:
+            raise ValueError("attribute_sets must name at least one marginal")
+        if len(set(sets)) != len(sets):
+            raise ValueError("attribute_sets must not repeat a marginal")
+        self.axes: tuple[tuple[int, ...], ...] = tuple(sets)
+        self.attribute_sets: tuple[tuple[str, ...], ...] = tuple(
+            tuple(domain.attributes[i] for i in axes) for axes in sets
+        )
+        sizes = [int(np.prod([domain.shape[i] for i in axes])) for axes in sets]
+        self._offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        self._layouts = [_merged_layout(domain.shape, axes) for axes in sets]
+
+    @classmethod
+    def all_kway(cls, domain: Domain, k: int) -> Marginals:
+        """All ``k``-way marginals (``C(d, k)`` of them), in lexicographic order."""
+        kk = check_int(k, "k", minimum=1, maximum=len(domain))
+        return cls(domain, itertools.combinations(domain.attributes, kk))
+
+    # -- sizes -------------------------------------------------------------------------------
+    @property
+    def n_queries(self) -> int:
+        return int(self._offsets[-1])
+
+    @property
+    def group_offsets(self) -> np.ndarray:
+        return self._offsets
+
+    @property
+    def query_sensitivity(self) -> float:
+        return 1.0
+
+    @property
+    def group_sensitivity(self) -> np.ndarray:
+        return np.ones(self.n_groups)
+
+    def marginal_shape(self, group: int) -> tuple[int, ...]:
+        return tuple(self.domain.shape[i] for i in self.axes[group])
+
+    def describe(self, query: int) -> str:
+        q = check_int(query, "query", minimum=0, maximum=self.n_queries - 1)
+        g = int(np.searchsorted(self._offsets, q, side="right") - 1)
+        cell = np.unravel_index(q - int(self._offsets[g]), self.marginal_shape(g))
+        return ", ".join(f"{a}={int(c)}" for a, c in zip(self.attribute_sets[g], cell))
+
+    def describe_group(self, group: int) -> str:
+        return "marginal(" + ", ".join(self.attribute_sets[group]) + ")"
+
+    # -- answers -----------------------------------------------------------------------------
+    def answer_group(self, histogram: np.ndarray, group: int) -> np.ndarray:
+        g = check_int(group, "group", minimum=0, maximum=self.n_groups - 1)
+        merged, kept = self._layouts[g]
+        other = tuple(i for i in range(len(merged)) if i not in kept)
+        return np.asarray(histogram).reshape(merged).sum(axis=other).reshape(-1)
+
+    def answer(self, histogram: np.ndarray) -> np.ndarray:
+        """All marginals at once, sharing partial sums along a trie of attribute prefixes.
+
+        A node for the sorted prefix ``(s_1, ..., s_j)`` holds the histogram summed over every
+        axis before ``s_j`` that is not in the prefix; a child sums one contiguous run of axes
+        out of its parent. For all 3-way marginals of 16 binary attributes this touches about
+        7 times the histogram instead of 560 times.
+        """
+        hist = check_histogram(histogram, self.domain)
+        shape = self.domain.shape
+        d = len(shape)
+        tail = [int(np.prod(shape[i:])) for i in range(d + 1)]
+        cache: dict[tuple[int, ...], np.ndarray] = {(): hist.reshape(1, tail[0])}
+
+        def node(prefix: tuple[int, ...]) -> np.ndarray:
+            # Array of shape (prod of prefix sizes, prod of sizes after the prefix's last axis).
+            if prefix in cache:
+                return cache[prefix]
+            parent = node(prefix[:-1])
+            start = prefix[-2] + 1 if len(prefix) > 1 else 0
+            axis = prefix[-1]
+            skipped = tail[start] // tail[axis]
+            arr = parent.reshape(parent.shape[0], skipped, tail[axis]).sum(axis=1)
+            arr = arr.reshape(parent.shape[0] * shape[axis], tail[axis + 1])
+            cache[prefix] = arr
+            return arr
+
+        out = np.empty(self.n_queries)
+        for g, axes in enumerate(self.axes):
+            out[self._offsets[g]:self._offsets[g + 1]] = node(axes).sum(axis=1)
+        return out
+
+    def answer_transpose(self, weights: np.ndarray) -> np.ndarray:
+        w = self._check_weights(weights)
+        out = np.zeros(self.domain.shape)
+        for g in range(self.n_groups):
+            merged, kept = self._layouts[g]
+            out.reshape(merged)[...] += self._broadcastable(g, w[self._offsets[g]:self._offsets[g + 1]])
+        return out.reshape(-1)
+
+    def multiply_group(self, histogram: np.ndarray, group: int, log_factors: np.ndarray) -> None:
+        g = check_int(group, "group", minimum=0, maximum=self.n_groups - 1)
+        factors = np.exp(np.asarray(log_factors, dtype=np.float64))
+        merged, _ = self._layouts[g]
+        view = histogram.reshape(merged)
+        view *= self._broadcastable(g, factors)
+
+    def _broadcastable(self, group: int, values: np.ndarray) -> np.ndarray:
+        merged, kept = self._layouts[group]
+        shape = [1] * len(merged)
+        for pos in kept:
+            shape[pos] = merged[pos]
+        return np.asarray(values).reshape(shape)
