@@ -428,6 +428,27 @@ class Accountant:
 
     charge = compose
 
+    def compose_all(self, events: list[tuple[PrivacyEvent, str]]) -> Accountant:
+        """Charge several ``(event, label)`` pairs atomically: all of them, or none.
+
+        Algorithms that know their whole privacy plan in advance (MWEM's rounds) charge it here
+        before touching the data, so a refused plan spends nothing.
+        """
+        costs = [(self._cost(event), event, str(label)) for event, label in events]
+        with self._lock:
+            new = self._spent
+            for cost, _, _ in costs:
+                new = tuple(s + c for s, c in zip(new, cost))
+            if any(n > b for n, b in zip(new, self._budget)):
+                raise BudgetExceededError(
+                    f"a plan costing {self._as_event(tuple(n - s for n, s in zip(new, self._spent)))!r}"
+                    f" would exceed the budget: spent {self._as_event(self._spent)!r} of "
+                    f"{self._as_event(self._budget)!r}"
+                )
+            self._spent = new
+            self._ledger.extend(LedgerEntry(label, event, cost) for cost, event, label in costs)
+        return self
+
     def spent(self) -> PrivacyEvent:
         """What has been charged, in this accountant's currency."""
         return self._as_event(self._spent)
