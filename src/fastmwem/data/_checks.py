@@ -1,0 +1,141 @@
+"""Shared helpers that turn bad cells into one readable error message."""
+
+from __future__ import annotations
+
+import csv
+import os
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+#: How many offending rows (and problem columns) an error message lists.
+MAX_LISTED = 5
+
+EXTRA_COLUMNS_CHOICES = ("error", "ignore")
+
+
+def first_rows(mask: np.ndarray, limit: int = MAX_LISTED) -> list[int]:
+    """0-based positions of the first ``limit`` True entries of a boolean vector."""
+    return [int(i) for i in np.flatnonzero(mask)[:limit]]
+
+
+def describe(mask: np.ndarray, column: str, what: str) -> str:
+    """``"column 'age' has 3 <what>, first rows [5, 17, 40]"``."""
+    count = int(np.count_nonzero(mask))
+    return f"column {column!r} has {count} {what}, first rows {first_rows(mask)}"
+
+
+def raise_problems(problems: Sequence[str], context: str = "") -> None:
+    """Raise one ``ValueError`` listing the first problems (no-op when there are none)."""
+    if not problems:
+        return
+    shown = list(problems[:MAX_LISTED])
+    more = len(problems) - len(shown)
+    if more > 0:
+        shown.append(f"... and {more} more column(s) with problems")
+    prefix = f"{context}: " if context else ""
+    raise ValueError(prefix + "; ".join(shown) + " (rows are 0-based data-row positions)")
+
+
+def check_extra_columns_option(extra_columns: object) -> str:
+    if extra_columns not in EXTRA_COLUMNS_CHOICES:
+        raise ValueError(
+            f"extra_columns must be one of {list(EXTRA_COLUMNS_CHOICES)}, got {extra_columns!r}"
+        )
+    return str(extra_columns)
+
+
+def check_columns(
+    present: Sequence[object], required: Sequence[str], extra_columns: str, context: str
+) -> None:
+    """Check that ``present`` holds every required name once, and (by default) nothing else."""
+    names = [str(c) for c in present]
+    problems = []
+    dup = sorted({c for c in names if names.count(c) > 1})
+    if dup:
+        problems.append(f"repeated columns {dup}")
+    missing = [c for c in required if c not in names]
+    if missing:
+        problems.append(f"missing columns {missing}")
+    if extra_columns == "error":
+        wanted = set(required)
+        extra = [c for c in names if c not in wanted]
+        if extra:
+            problems.append(
+                f"unexpected columns {extra} (pass extra_columns='ignore' to drop them)"
+            )
+    if problems:
+        raise ValueError(f"{context}: " + "; ".join(problems))
+
+
+def check_frame(df: object, name: str = "df") -> pd.DataFrame:
+    if not isinstance(df, pd.DataFrame):
+        raise TypeError(f"{name} must be a pandas DataFrame, got {type(df).__name__}")
+    for c in df.columns:
+        if not isinstance(c, str):
+            raise TypeError(f"{name} column labels must be strings, got {c!r}")
+    return df
+
+
+def read_csv_header(path: str | os.PathLike[str]) -> list[str]:
+    """The raw header of a CSV file (duplicates kept, unlike pandas, which renames them)."""
+    try:
+        with open(path, newline="", encoding="utf-8") as fh:
+            header = next(csv.reader(fh), None)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"CSV file {os.fspath(path)!r} does not exist") from None
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"CSV file {os.fspath(path)!r} is not UTF-8 text: {exc}") from None
+    if not header:
+        raise ValueError(f"CSV file {os.fspath(path)!r} is empty: it has no header row")
+    return header
+
+
+def read_csv_as_text(path: str | os.PathLike[str], columns: Sequence[str]) -> pd.DataFrame:
+    """Read ``columns`` of a CSV as text; only empty cells count as missing (NaN).
+
+    Keeping pandas' default NA words ("NA", "null", "None", ...) as ordinary text means a
+    category literally called "NA" survives, and a numeric column holding "NA" is reported as
+    non-numeric instead of silently becoming missing.
+    """
+    try:
+        return pd.read_csv(
+            path,
+            usecols=list(columns),
+            dtype=object,
+            keep_default_na=False,
+            na_values=[""],
+            encoding="utf-8",
+        )[list(columns)]
+    except pd.errors.ParserError as exc:
+        raise ValueError(f"CSV file {os.fspath(path)!r} is malformed: {exc}") from None
+
+
+def to_numbers(values: pd.Series, column: str) -> tuple[np.ndarray, list[str]]:
+    """Parse a column into float64; return the array and problems (missing / non-numeric)."""
+    problems: list[str] = []
+    if pd.api.types.is_bool_dtype(values.dtype):
+        problems.append(f"column {column!r} holds booleans, not numbers")
+        return np.zeros(len(values)), problems
+    if pd.api.types.is_numeric_dtype(values.dtype):
+        out = values.to_numpy(dtype=np.float64, na_value=np.nan)
+        missing = np.isnan(out)
+    else:
+        missing = values.isna().to_numpy()
+        text = values.astype(object).where(~missing, None)
+        parsed = pd.to_numeric(text, errors="coerce")
+        out = np.asarray(parsed, dtype=np.float64)
+        bad = np.isnan(out) & ~missing
+        # the literal text "nan" parses to NaN: count it as missing, not as non-numeric
+        if bad.any():
+            is_nan_word = text[bad].astype(str).str.strip().str.lower().isin(["nan", "+nan", "-nan"])
+            idx = np.flatnonzero(bad)[is_nan_word.to_numpy()]
+            missing = missing.copy()
+            missing[idx] = True
+            bad[idx] = False
+        if bad.any():
+            problems.append(describe(bad, column, "non-numeric values"))
+    if missing.any():
+        problems.append(describe(missing, column, "missing (NaN/empty) values"))
+    return out, problems
