@@ -94,13 +94,34 @@ def _show(x: Fraction) -> str:
     return str(x.numerator) if x.denominator == 1 else repr(float(x))
 
 
+# Relative margin for outward rounding. The float formulas below (log, sqrt, expm1, a few
+# products and sums) are accurate to a handful of ulps (~1e-15 relative); 2**-40 (~9e-13) covers
+# that with room to spare while staying far below any difference that matters for privacy.
+_MARGIN = 2.0**-40
+
+
 def _round_up(x: float) -> Fraction:
     """An exact fraction >= the real number that float ``x`` approximates (x >= 0)."""
-    return Fraction(math.nextafter(math.nextafter(x, math.inf), math.inf))
+    return Fraction(math.nextafter(x * (1.0 + _MARGIN), math.inf))
 
 
 def _round_down(x: float) -> Fraction:
-    return Fraction(max(0.0, math.nextafter(math.nextafter(x, 0.0), 0.0)))
+    """An exact fraction <= the real number that float ``x`` approximates, and >= 0."""
+    return Fraction(max(0.0, math.nextafter(x * (1.0 - _MARGIN), 0.0)))
+
+
+def _log_inverse(delta: Fraction) -> float:
+    """``ln(1 / delta)`` for ``0 < delta < 1`` to a few ulps, including delta close to 0 or 1.
+
+    ``log(1 / float(delta))`` loses all relative accuracy as delta approaches 1 (the argument is
+    rounded before a nearly flat log), and ``float(delta)`` underflows for tiny fractions.
+    """
+    if delta > Fraction(1, 2):
+        return -math.log1p(-float(1 - delta))
+    as_float = float(delta)
+    if as_float >= 1e-300:
+        return -math.log(as_float)
+    return math.log(delta.denominator) - math.log(delta.numerator)
 
 
 @dataclass(frozen=True)
@@ -209,10 +230,10 @@ def zcdp_to_approx_dp(rho: object, delta: object) -> float:
     5.7565
     """
     r = float(exact(rho, "rho", allow_zero=True))
-    d = float(exact(delta, "delta"))
+    d = exact(delta, "delta")
     if d >= 1:
-        raise ValueError(f"delta must be < 1, got {d}")
-    return float(_round_up(r + 2.0 * math.sqrt(r * math.log(1.0 / d))))
+        raise ValueError(f"delta must be < 1, got {float(d)}")
+    return float(_round_up(r + 2.0 * math.sqrt(r * _log_inverse(d))))
 
 
 def approx_dp_to_zcdp_budget(epsilon: object, delta: object) -> Fraction:
@@ -221,14 +242,19 @@ def approx_dp_to_zcdp_budget(epsilon: object, delta: object) -> Fraction:
     Solves ``rho + 2 sqrt(rho L) = epsilon`` with ``L = ln(1/delta)``:
     ``rho = (sqrt(L + epsilon) - sqrt(L))**2``.
     """
-    e = float(exact(epsilon, "epsilon"))
-    d = float(exact(delta, "delta"))
+    e_exact = exact(epsilon, "epsilon")
+    e = float(e_exact)
+    d = exact(delta, "delta")
     if d >= 1:
-        raise ValueError(f"delta must be < 1, got {d}")
-    log_term = math.log(1.0 / d)
+        raise ValueError(f"delta must be < 1, got {float(d)}")
+    log_term = _log_inverse(d)
     # Written as e^2 / (sqrt(L+e) + sqrt(L))^2 to avoid cancellation when L >> e.
-    rho = e * e / (math.sqrt(log_term + e) + math.sqrt(log_term)) ** 2
-    return _round_down(rho)
+    rho = _round_down(e * e / (math.sqrt(log_term + e) + math.sqrt(log_term)) ** 2)
+    # Both directions are rounded conservatively, so the round trip through the (rounded-up)
+    # conversion must land within epsilon; step down the few ulps needed to guarantee it.
+    while rho > 0 and Fraction(zcdp_to_approx_dp(rho, d)) > e_exact:
+        rho = _round_down(float(rho))
+    return rho
 
 
 def advanced_composition(epsilon0: object, rounds: int, delta_prime: object) -> tuple[float, float]:
@@ -243,10 +269,11 @@ def advanced_composition(epsilon0: object, rounds: int, delta_prime: object) -> 
     """
     e0 = float(exact(epsilon0, "epsilon0"))
     t = check_int(rounds, "rounds", minimum=1)
-    d = float(exact(delta_prime, "delta_prime"))
-    if d >= 1:
+    d_exact = exact(delta_prime, "delta_prime")
+    d = float(d_exact)
+    if d_exact >= 1:
         raise ValueError(f"delta_prime must be < 1, got {d}")
-    value = e0 * math.sqrt(2.0 * t * math.log(1.0 / d)) + t * e0 * math.expm1(e0)
+    value = e0 * math.sqrt(2.0 * t * _log_inverse(d_exact)) + t * e0 * math.expm1(e0)
     return float(_round_up(value)), d
 
 
@@ -299,9 +326,13 @@ def per_round_epsilon(epsilon: object, rounds: int, delta: object = 0, *,
                 hi = mid
         candidates.append(float(_round_down(lo)))
     if method in ("zcdp", "best") and d > 0:
-        rho = float(approx_dp_to_zcdp_budget(total, d))
-        factor = 8.0 if bounded_range else 2.0
-        candidates.append(float(_round_down(math.sqrt(factor * rho / t))))
+        rho = approx_dp_to_zcdp_budget(total, d)
+        factor = 8 if bounded_range else 2
+        zcdp = float(_round_down(math.sqrt(factor * float(rho) / t)))
+        # The accountant reads the float by its decimal form; make sure T of those still fit.
+        while zcdp > 0 and t * Fraction(repr(zcdp)) ** 2 / factor > rho:
+            zcdp = math.nextafter(zcdp, 0.0)
+        candidates.append(zcdp)
     return max(candidates)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from math import comb
 
@@ -26,12 +27,18 @@ def _log_weights(scores: np.ndarray, scale: float) -> np.ndarray:
     """``scale * (scores - max(scores))`` with overflow mapped to ``-inf`` (probability 0).
 
     Shifting by the maximum first keeps every finite log-weight <= 0, so nothing is ever
-    exponentiated above 1, whatever the magnitude of the scores or of epsilon.
+    exponentiated above 1, whatever the magnitude of the scores or of epsilon. The difference is
+    taken on halved scores, which cannot overflow even for scores near +-1.8e308. An infinite
+    ``scale`` (epsilon / sensitivity beyond the float range) is the limit law: uniform on the
+    maxima, which avoids the ``0 * inf = nan`` of the direct product.
     """
+    top = scores.max()
+    if math.isinf(scale):
+        return np.where(scores == top, 0.0, -np.inf)
+    half_gap = scores * 0.5 - top * 0.5
     with np.errstate(over="ignore"):
-        shifted = scores - scores.max()
-        out = shifted * scale
-    out[np.isnan(out)] = -np.inf  # cannot happen for finite scores; kept as a guard
+        out = (half_gap * scale) * 2.0
+    out[np.isnan(out)] = -np.inf  # cannot happen for finite scores and scale; kept as a guard
     return out
 
 
@@ -165,6 +172,7 @@ class PermuteAndFlip:
         order = generator.permutation(values.size)
         # Drawing every coin at once is the same law as drawing them one by one in order: the
         # output is the first accepted candidate of the permutation.
-        log_u = np.log(generator.random(values.size))
+        # 1 - U lies in (0, 1], so its log is finite: no divide-by-zero on a zero draw.
+        log_u = np.log1p(-generator.random(values.size))
         accepted = log_u <= log_accept[order]
         return int(order[int(np.argmax(accepted))])

@@ -91,6 +91,14 @@ class Geometric:
             raise TypeError("sensitivity must be a positive integer for the geometric mechanism")
         if self.sensitivity <= 0:
             raise ValueError(f"sensitivity must be > 0, got {self.sensitivity}")
+        # numpy's int64 geometric sampler saturates at 2**63 - 1 when p is tiny; two saturated
+        # draws cancel and would release the value without noise. 2**-40 keeps saturation
+        # impossible in practice (probability exp(-2**23)).
+        if float(self.epsilon) / float(self.sensitivity) < 2.0**-40:
+            raise ValueError(
+                f"epsilon / sensitivity must be >= 2**-40 for the geometric mechanism, got "
+                f"epsilon={self.epsilon}, sensitivity={self.sensitivity}"
+            )
 
     @property
     def privacy(self) -> PureDP:

@@ -20,9 +20,11 @@ def chi_square_pvalue(counts: np.ndarray, probabilities: np.ndarray, *,
                       min_expected: float = 5.0) -> float:
     """Pearson chi-square p-value of observed ``counts`` against an exact law.
 
-    Outcomes whose expected count is below ``min_expected`` are pooled into one bin (and that bin
-    is dropped if it is still too small), so the asymptotic chi-square law is trustworthy. An
-    observation in an outcome of probability zero gives p-value 0.
+    Outcomes whose expected count is below ``min_expected`` are pooled into one bin, and that bin
+    is merged into the smallest remaining bin if it is still too small, so the asymptotic
+    chi-square law is trustworthy and no observation is ever dropped (excess mass on rare outcomes
+    still counts against the law). An observation in an outcome of probability zero gives p-value
+    0. With fewer than two bins left there is nothing to test and the p-value is 1.
     """
     counts = np.asarray(counts, dtype=np.float64)
     probs = np.asarray(probabilities, dtype=np.float64)
@@ -35,9 +37,14 @@ def chi_square_pvalue(counts: np.ndarray, probabilities: np.ndarray, *,
     big = expected >= min_expected
     obs = list(counts[big])
     exp = list(expected[big])
-    if (~big).any() and expected[~big].sum() >= min_expected:
-        obs.append(counts[~big].sum())
-        exp.append(expected[~big].sum())
+    if (~big).any():
+        if expected[~big].sum() >= min_expected or not obs:
+            obs.append(counts[~big].sum())
+            exp.append(expected[~big].sum())
+        else:
+            j = int(np.argmin(exp))
+            obs[j] += counts[~big].sum()
+            exp[j] += expected[~big].sum()
     if len(obs) < 2:
         return 1.0
     obs_arr, exp_arr = np.array(obs), np.array(exp)
