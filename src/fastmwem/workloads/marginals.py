@@ -13,6 +13,8 @@ from fastmwem.workloads.base import LinearWorkload, check_histogram
 
 __all__ = ["Marginals"]
 
+_INDEX_CACHE_CELLS = 2**25
+
 
 def _merged_layout(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """Shape with each run of unkept axes merged into one, and where the kept axes landed.
@@ -55,6 +57,9 @@ class Marginals(LinearWorkload):
     [3.0, 3.0, 3.0, 3.0]
     """
 
+    #: Within a marginal, every cell belongs to exactly one query, with value 1.
+    groups_partition_cells = True
+
     def __init__(self, domain: Domain, attribute_sets: Iterable[Sequence[str]]) -> None:
         if not isinstance(domain, Domain):
             raise TypeError(f"domain must be a Domain, got {type(domain).__name__}")
@@ -76,6 +81,8 @@ class Marginals(LinearWorkload):
         sizes = [int(np.prod([domain.shape[i] for i in axes])) for axes in sets]
         self._offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         self._layouts = [_merged_layout(domain.shape, axes) for axes in sets]
+        self._index_cache: dict[int, np.ndarray] = {}
+        self._index_requests: dict[int, int] = {}
 
     @classmethod
     def all_kway(cls, domain: Domain, k: int) -> Marginals:
@@ -115,9 +122,39 @@ class Marginals(LinearWorkload):
     # -- answers -----------------------------------------------------------------------------
     def answer_group(self, histogram: np.ndarray, group: int) -> np.ndarray:
         g = check_int(group, "group", minimum=0, maximum=self.n_groups - 1)
+        hist = np.asarray(histogram)
+        index = self._cell_index(g)
+        if index is not None:
+            return np.bincount(index, weights=hist, minlength=int(self.group_sizes()[g]))
         merged, kept = self._layouts[g]
         other = tuple(i for i in range(len(merged)) if i not in kept)
-        return np.asarray(histogram).reshape(merged).sum(axis=other).reshape(-1)
+        return hist.reshape(merged).sum(axis=other).reshape(-1)
+
+    def _cell_index(self, group: int) -> np.ndarray | None:
+        """Marginal cell of every histogram cell, cached for groups answered repeatedly.
+
+        MWEM re-answers its few measured marginals thousands of times; a cached index makes
+        each answer one ``bincount`` (about twice as fast as a multi-axis sum). The cache holds at
+        most ``_INDEX_CACHE_CELLS`` entries in total, so large domains fall back to reductions.
+        """
+        if group in self._index_cache:
+            return self._index_cache[group]
+        self._index_requests[group] = self._index_requests.get(group, 0) + 1
+        used = sum(a.size for a in self._index_cache.values())
+        if self._index_requests[group] < 2 or used + self.domain.size > _INDEX_CACHE_CELLS:
+            return None
+        merged, kept = self._layouts[group]
+        sizes = [merged[k] for k in kept]
+        index = np.zeros(merged, dtype=np.intp)
+        stride = 1
+        for pos, size in zip(reversed(kept), reversed(sizes)):
+            shape = [1] * len(merged)
+            shape[pos] = size
+            index += (np.arange(size, dtype=np.intp) * stride).reshape(shape)
+            stride *= size
+        flat = index.reshape(-1)
+        self._index_cache[group] = flat
+        return flat
 
     def answer(self, histogram: np.ndarray) -> np.ndarray:
         """All marginals at once, sharing partial sums along a trie of attribute prefixes.

@@ -1,0 +1,7 @@
+"""Release algorithms: MWEM and its multiplicative-weights state."""
+
+from fastmwem.release.mwem import MWEMConfig, mwem, mwem_privacy_plan
+from fastmwem.release.result import MWEMResult, RoundRecord
+from fastmwem.release.state import MWState
+
+__all__ = ["mwem", "MWEMConfig", "MWEMResult", "RoundRecord", "MWState", "mwem_privacy_plan"]

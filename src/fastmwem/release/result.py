@@ -1,0 +1,128 @@
+"""The record an MWEM run returns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from fastmwem._validation import check_int
+from fastmwem.accounting import LedgerEntry, PrivacyEvent
+from fastmwem.data.domain import Domain
+from fastmwem.random import make_rng
+from fastmwem.workloads.base import LinearWorkload
+
+__all__ = ["MWEMResult", "RoundRecord", "sample_records"]
+
+
+@dataclass(frozen=True)
+class RoundRecord:
+    """What one round did (public: no true answers or errors of the private data)."""
+
+    round: int
+    selected: int
+    description: str
+    epsilon_select: float
+    epsilon_measure: float
+    seconds: float
+
+
+def sample_records(distribution: np.ndarray, domain: Domain, n: int,
+                   rng: np.random.Generator) -> pd.DataFrame:
+    """Draw ``n`` records from a distribution over the cells, as integer codes per attribute."""
+    counts = rng.multinomial(n, distribution / distribution.sum())
+    cells = np.repeat(np.arange(distribution.size), counts)
+    rng.shuffle(cells)
+    codes = np.unravel_index(cells, domain.shape)
+    return pd.DataFrame({a: c.astype(np.int64) for a, c in zip(domain.attributes, codes)})
+
+
+@dataclass(frozen=True)
+class MWEMResult:
+    """Synthetic data from MWEM, with everything it released and what it spent.
+
+    Attributes:
+        domain: the domain of the synthetic data.
+        workload: the workload it was fitted to.
+        histogram: synthetic counts per cell (flat, C order), summing to ``total``.
+        total: the (noisy or public) record count.
+        selected: the group (or query) chosen in each round.
+        measurements: the noisy answers measured in each round.
+        group_mode: whether ``selected`` indexes groups (True) or single queries.
+        ledger: the accountant's ledger after the run.
+        privacy: the accountant's total spend after the run.
+        trace: one :class:`RoundRecord` per round.
+        schema: the Schema used to decode sampled records, if the dataset had one.
+    """
+
+    domain: Domain
+    workload: LinearWorkload
+    histogram: np.ndarray
+    total: float
+    selected: tuple[int, ...]
+    measurements: tuple[np.ndarray, ...]
+    group_mode: bool
+    ledger: tuple[LedgerEntry, ...]
+    privacy: PrivacyEvent
+    trace: tuple[RoundRecord, ...]
+    schema: object = None
+
+    @property
+    def distribution(self) -> np.ndarray:
+        return self.histogram / self.histogram.sum()
+
+    def answer(self, workload: LinearWorkload | None = None) -> np.ndarray:
+        """Answers of ``workload`` (default: the fitted one) on the synthetic histogram."""
+        w = self.workload if workload is None else workload
+        if w.domain != self.domain:
+            raise ValueError("workload has a different domain from the synthetic data")
+        return w.answer(self.histogram)
+
+    def sample(self, n: int | None = None, *, rng: object = None,
+               decode: bool = True) -> pd.DataFrame:
+        """Draw ``n`` synthetic records (default: the rounded record count).
+
+        Records are drawn independently from the synthetic distribution (a multinomial over the
+        cells, vectorised). With a schema, codes are decoded to the raw labels unless
+        ``decode=False``.
+        """
+        count = max(1, int(round(self.total))) if n is None else check_int(n, "n", minimum=0)
+        generator = make_rng(rng)
+        frame = sample_records(self.histogram, self.domain, count, generator)
+        if decode and self.schema is not None:
+            return self.schema.decode(frame)
+        return frame
+
+    def report(self) -> dict[str, object]:
+        """A JSON-ready record of the private outputs and the privacy ledger only."""
+        return {
+            "private": True,
+            "privacy": {"spent": repr(self.privacy), "ledger": _ledger_records(self.ledger)},
+            "domain": self.domain.to_dict(),
+            "record_count": self.total,
+            "rounds": [
+                {
+                    "round": r.round,
+                    "selected": r.selected,
+                    "description": r.description,
+                    "measurement": [float(v) for v in m],
+                    "epsilon_select": r.epsilon_select,
+                    "epsilon_measure": r.epsilon_measure,
+                    "seconds": r.seconds,
+                }
+                for r, m in zip(self.trace, self.measurements)
+            ],
+        }
+
+
+def _ledger_records(ledger: tuple[LedgerEntry, ...]) -> list[dict[str, object]]:
+    out = []
+    for entry in ledger:
+        rec: dict[str, object] = {"label": entry.label, "event": repr(entry.event)}
+        for key in ("epsilon", "delta", "rho"):
+            if hasattr(entry.event, key):
+                rec[key] = float(getattr(entry.event, key))
+                rec[key + "_exact"] = str(getattr(entry.event, key))
+        out.append(rec)
+    return out

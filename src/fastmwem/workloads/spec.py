@@ -1,0 +1,55 @@
+"""Workloads named by a short text, as the command line takes them."""
+
+from __future__ import annotations
+
+from fastmwem.data.domain import Domain
+from fastmwem.workloads.base import LinearWorkload
+from fastmwem.workloads.marginals import Marginals
+
+__all__ = ["parse_workload", "WORKLOAD_HELP"]
+
+WORKLOAD_HELP = (
+    "workload: marginals:K (all K-way marginals, e.g. marginals:3), marginals:1-3 (all 1- to "
+    "3-way); default marginals:3"
+)
+
+
+def _positive(text: str, spec: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise ValueError(f"workload {spec!r}: {text!r} is not an integer") from None
+    if value < 1:
+        raise ValueError(f"workload {spec!r}: {value} must be >= 1")
+    return value
+
+
+def parse_workload(spec: str, domain: Domain, *, seed: int | None = None) -> LinearWorkload:
+    """Build the workload named by ``spec`` over ``domain``.
+
+    >>> d = Domain(["a", "b", "c"], [2, 2, 2])
+    >>> parse_workload("marginals:2", d).n_groups
+    3
+    >>> parse_workload("marginals:1-2", d).n_groups
+    6
+    """
+    if not isinstance(spec, str) or ":" not in spec:
+        raise ValueError(f"workload must look like 'marginals:3', got {spec!r}")
+    kind, _, argument = spec.partition(":")
+    if kind == "marginals":
+        low, _, high = argument.partition("-")
+        k_low = _positive(low, spec)
+        k_high = _positive(high, spec) if high else k_low
+        if k_high > len(domain) or k_low > k_high:
+            raise ValueError(
+                f"workload {spec!r}: marginal order must lie in 1..{len(domain)} (the number of "
+                "attributes)"
+            )
+        if k_low == k_high:
+            return Marginals.all_kway(domain, k_low)
+        import itertools
+
+        sets = [c for k in range(k_low, k_high + 1)
+                for c in itertools.combinations(domain.attributes, k)]
+        return Marginals(domain, sets)
+    raise ValueError(f"unknown workload kind {kind!r} in {spec!r}; known: marginals")
