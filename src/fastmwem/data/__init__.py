@@ -1,6 +1,18 @@
 """Domains, datasets of integer codes, and schemas that encode raw tables."""
 
-from fastmwem.data.dataset import Dataset
+from fastmwem.data.dataset import Dataset, dense_cell_limit
 from fastmwem.data.domain import Domain
+from fastmwem.data.schema import Categorical, ColumnSpec, Integer, Numeric, Schema
+from fastmwem.data.warnings import PrivacyLeakWarning
 
-__all__ = ["Dataset", "Domain"]
+__all__ = [
+    "Categorical",
+    "ColumnSpec",
+    "Dataset",
+    "Domain",
+    "Integer",
+    "Numeric",
+    "PrivacyLeakWarning",
+    "Schema",
+    "dense_cell_limit",
+]
