@@ -25,8 +25,15 @@ class CLIError(Exception):
     """A problem with the command line or its input files, reported as one line."""
 
 
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line on stderr, with exit status 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="fastmwem",
         description="Differentially private data release (MWEM, exponential mechanism, top-k).",
     )

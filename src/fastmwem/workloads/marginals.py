@@ -13,6 +13,7 @@ from fastmwem.workloads.base import LinearWorkload, check_histogram
 
 __all__ = ["Marginals"]
 
+_INDEX_DOMAIN_CELLS = 2**22
 _INDEX_CACHE_CELLS = 2**25
 
 
@@ -82,7 +83,6 @@ class Marginals(LinearWorkload):
         self._offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         self._layouts = [_merged_layout(domain.shape, axes) for axes in sets]
         self._index_cache: dict[int, np.ndarray] = {}
-        self._index_requests: dict[int, int] = {}
 
     @classmethod
     def all_kway(cls, domain: Domain, k: int) -> Marginals:
@@ -131,29 +131,29 @@ class Marginals(LinearWorkload):
         return hist.reshape(merged).sum(axis=other).reshape(-1)
 
     def _cell_index(self, group: int) -> np.ndarray | None:
-        """Marginal cell of every histogram cell, cached for groups answered repeatedly.
+        """Marginal cell of every histogram cell, for domains of at most ``_INDEX_DOMAIN_CELLS``.
 
-        MWEM re-answers its few measured marginals thousands of times; a cached index makes
-        each answer one ``bincount`` (about twice as fast as a multi-axis sum). The cache holds at
-        most ``_INDEX_CACHE_CELLS`` entries in total, so large domains fall back to reductions.
+        MWEM re-answers its few measured marginals thousands of times; with the index each answer
+        is one ``bincount``, about twice as fast as a multi-axis sum. Whether the index is used
+        depends only on the domain size, and a cached index equals a fresh one, so answers are
+        bit-for-bit the same whatever the cache holds (same seed, same result).
         """
-        if group in self._index_cache:
-            return self._index_cache[group]
-        self._index_requests[group] = self._index_requests.get(group, 0) + 1
-        used = sum(a.size for a in self._index_cache.values())
-        if self._index_requests[group] < 2 or used + self.domain.size > _INDEX_CACHE_CELLS:
+        if self.domain.size > _INDEX_DOMAIN_CELLS:
             return None
+        cached = self._index_cache.get(group)
+        if cached is not None:
+            return cached
         merged, kept = self._layouts[group]
-        sizes = [merged[k] for k in kept]
         index = np.zeros(merged, dtype=np.intp)
         stride = 1
-        for pos, size in zip(reversed(kept), reversed(sizes)):
+        for pos in reversed(kept):
             shape = [1] * len(merged)
-            shape[pos] = size
-            index += (np.arange(size, dtype=np.intp) * stride).reshape(shape)
-            stride *= size
+            shape[pos] = merged[pos]
+            index += (np.arange(merged[pos], dtype=np.intp) * stride).reshape(shape)
+            stride *= merged[pos]
         flat = index.reshape(-1)
-        self._index_cache[group] = flat
+        if len(self._index_cache) * self.domain.size + flat.size <= _INDEX_CACHE_CELLS:
+            self._index_cache[group] = flat
         return flat
 
     def answer(self, histogram: np.ndarray) -> np.ndarray:

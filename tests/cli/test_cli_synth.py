@@ -1,0 +1,163 @@
+"""``fastmwem synth`` end to end, and its bad-input cases (one line, exit 2, no output file)."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fastmwem.cli import main
+
+
+@pytest.fixture
+def coded_csv(tmp_path):
+    rng = np.random.default_rng(0)
+    n = 3000
+    latent = rng.random(n) < 0.4
+    frame = pd.DataFrame({
+        "a": (rng.random(n) < np.where(latent, 0.9, 0.2)).astype(int),
+        "b": rng.integers(0, 3, n),
+        "c": (rng.random(n) < np.where(latent, 0.8, 0.1)).astype(int),
+        "d": rng.integers(0, 2, n),
+    })
+    csv = tmp_path / "data.csv"
+    frame.to_csv(csv, index=False)
+    domain = tmp_path / "domain.json"
+    domain.write_text(json.dumps({"a": 2, "b": 3, "c": 2, "d": 2}))
+    return csv, domain
+
+
+def run(argv, capsys):
+    code = main([str(a) for a in argv])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_synth_from_csv_and_domain(coded_csv, tmp_path, capsys):
+    csv, domain = coded_csv
+    out, report = tmp_path / "syn.csv", tmp_path / "report.json"
+    code, _, err = run(["synth", csv, "--domain", domain, "--epsilon", 1, "--out", out,
+                        "--workload", "marginals:2", "--rounds", 5, "--seed", 3,
+                        "--report", report], capsys)
+    assert code == 0, err
+    frame = pd.read_csv(out)
+    assert list(frame.columns) == ["a", "b", "c", "d"]
+    assert frame["b"].between(0, 2).all()
+    payload = json.loads(report.read_text())
+    assert payload["private"] is True
+    assert "evaluation" not in payload
+    assert len(payload["rounds"]) == 5
+    assert len(payload["privacy"]["ledger"]) == 11
+
+
+def test_synth_rows_and_evaluate_marks_report_not_private(coded_csv, tmp_path, capsys):
+    csv, domain = coded_csv
+    out, report = tmp_path / "syn.csv", tmp_path / "report.json"
+    code, _, err = run(["synth", csv, "--domain", domain, "--epsilon", 2, "--out", out,
+                        "--rounds", 3, "--seed", 1, "--rows", 123, "--report", report,
+                        "--evaluate", "--workload", "marginals:1-2"], capsys)
+    assert code == 0, err
+    assert len(pd.read_csv(out)) == 123
+    payload = json.loads(report.read_text())
+    assert payload["private"] is False
+    assert 0 <= payload["evaluation"]["mean_group_l1"] <= 2
+    assert "NOT PRIVATE" in err
+
+
+def test_synth_demo_runs(tmp_path, capsys):
+    out = tmp_path / "demo.csv"
+    code, _, err = run(["synth", "--demo", "--epsilon", 1, "--out", out, "--rounds", 3,
+                        "--reuse-passes", 2, "--seed", 0], capsys)
+    assert code == 0, err
+    frame = pd.read_csv(out)
+    assert frame.shape[1] == 16
+    assert 20_000 < len(frame) < 23_000
+
+
+BAD = [
+    (["--epsilon", "0"], "epsilon"),
+    (["--epsilon", "-1"], "epsilon"),
+    (["--epsilon", "nan"], "epsilon"),
+    (["--epsilon", "inf"], "epsilon"),
+    (["--epsilon", "1", "--rounds", "0"], "rounds"),
+    (["--epsilon", "1", "--rounds", "99"], "rounds"),
+    (["--epsilon", "1", "--workload", "marginals:9"], "marginal order"),
+    (["--epsilon", "1", "--workload", "cubes:2"], "unknown workload"),
+    (["--epsilon", "1", "--workload", "marginals"], "workload"),
+    (["--epsilon", "1", "--rows", "0"], "--rows"),
+    (["--epsilon", "1", "--seed", "-4"], "--seed"),
+    (["--epsilon", "1", "--reuse-passes", "-1"], "reuse_passes"),
+]
+
+
+@pytest.mark.parametrize("extra, message", BAD)
+def test_bad_arguments(coded_csv, tmp_path, capsys, extra, message):
+    csv, domain = coded_csv
+    out = tmp_path / "syn.csv"
+    code, _, err = run(["synth", csv, "--domain", domain, "--out", out, *extra], capsys)
+    assert code == 2
+    assert message in err
+    assert len(err.strip().splitlines()) == 1
+    assert not out.exists()
+
+
+def test_bad_files(coded_csv, tmp_path, capsys):
+    csv, domain = coded_csv
+    out = tmp_path / "syn.csv"
+    bad_domain = tmp_path / "bad.json"
+    bad_domain.write_text("{not json")
+    small_domain = tmp_path / "small.json"
+    small_domain.write_text(json.dumps({"a": 2, "b": 2, "c": 2, "d": 2}))
+    missing_col = tmp_path / "missing.json"
+    missing_col.write_text(json.dumps({"a": 2, "b": 3, "c": 2, "d": 2, "e": 2}))
+    cases = [
+        ([tmp_path / "nope.csv", "--domain", domain], "does not exist"),
+        ([csv, "--domain", bad_domain], "not valid JSON"),
+        ([csv, "--domain", small_domain], "'b'"),
+        ([csv, "--domain", missing_col], "'e'"),
+        ([csv], "--domain"),
+        ([csv, "--domain", domain, "--demo"], "--demo"),
+    ]
+    for argv, message in cases:
+        code, _, err = run(["synth", *argv, "--epsilon", 1, "--out", out], capsys)
+        assert code == 2, argv
+        assert message in err, (argv, err)
+        assert len(err.strip().splitlines()) == 1
+        assert not out.exists()
+    code, _, err = run(["synth", csv, "--domain", domain, "--epsilon", 1,
+                        "--out", tmp_path / "no-such-dir" / "x.csv"], capsys)
+    assert code == 2 and "does not exist" in err
+
+
+def test_failed_run_keeps_existing_output(coded_csv, tmp_path, capsys):
+    csv, domain = coded_csv
+    out = tmp_path / "syn.csv"
+    out.write_text("previous\n")
+    code, _, _ = run(["synth", csv, "--domain", domain, "--epsilon", "-1", "--out", out], capsys)
+    assert code == 2
+    assert out.read_text() == "previous\n"
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".fastmwem-")] == []
+
+
+def test_console_entry_point(tmp_path):
+    out = tmp_path / "syn.csv"
+    done = subprocess.run(
+        [sys.executable, "-m", "fastmwem", "synth", "--demo", "--epsilon", "0", "--out", str(out)],
+        capture_output=True, text=True, check=False,
+    )
+    assert done.returncode == 2
+    assert "epsilon" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert not out.exists()
+
+
+def test_usage_errors_are_one_line(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "fastmwem", "synth", "--demo", "--epsilon", "abc"],
+        capture_output=True, text=True, check=False,
+    )
+    assert done.returncode == 2
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert "--epsilon" in done.stderr
