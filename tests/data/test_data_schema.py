@@ -325,3 +325,18 @@ def test_from_domain_is_identity_on_codes():
     ds = s.encode(df)
     np.testing.assert_array_equal(ds.records, df.to_numpy())
     pd.testing.assert_frame_equal(s.decode(ds), df)
+
+
+def test_decode_zero_rows(schema):
+    empty = pd.DataFrame({a: np.zeros(0, dtype=np.int64) for a in schema.names})
+    out = schema.decode(empty)
+    assert list(out.columns) == list(schema.names)
+    assert len(out) == 0
+    assert len(schema.decode(np.zeros((0, 5), dtype=np.int64), numeric="uniform", rng=1)) == 0
+
+
+def test_decode_accepts_code_frame_in_any_column_order(schema):
+    rng = np.random.default_rng(2)
+    codes = np.column_stack([rng.integers(0, s, size=20) for s in schema.domain.shape])
+    frame = pd.DataFrame(codes, columns=schema.names)[list(reversed(schema.names))]
+    pd.testing.assert_frame_equal(schema.decode(frame), schema.decode(codes))

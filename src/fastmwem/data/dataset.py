@@ -20,7 +20,7 @@ from fastmwem.data._checks import (
 )
 from fastmwem.data.domain import Domain
 
-__all__ = ["Dataset", "dense_cell_limit"]
+__all__ = ["Dataset", "codes_array", "dense_cell_limit"]
 
 
 def dense_cell_limit() -> int:
@@ -79,13 +79,7 @@ class Dataset:
     __slots__ = ("_domain", "_records")
 
     def __init__(self, records: np.ndarray | pd.DataFrame | Iterable, domain: Domain) -> None:
-        if not isinstance(domain, Domain):
-            raise TypeError(f"domain must be a Domain, got {type(domain).__name__}")
-        if isinstance(records, pd.DataFrame):
-            arr = _codes_from_frame(records, domain, allow_whole_floats=False, context="records")
-        else:
-            arr = _codes_from_array(records, domain)
-        self._init_trusted(arr, domain)
+        self._init_trusted(codes_array(records, domain), domain)
 
     def _init_trusted(self, arr: np.ndarray, domain: Domain) -> None:
         arr = np.array(arr, dtype=np.int64, order="C", copy=True)
@@ -233,6 +227,21 @@ def _attr_names(attrs: str | Iterable[str]) -> tuple[str, ...]:
     return names
 
 
+def codes_array(
+    records: np.ndarray | pd.DataFrame | Iterable, domain: Domain, *, allow_empty: bool = False
+) -> np.ndarray:
+    """Validate codes exactly as :class:`Dataset` does and return them as an int64 array.
+
+    ``allow_empty=True`` accepts zero rows (synthetic output may be empty; private input may not).
+    """
+    if not isinstance(domain, Domain):
+        raise TypeError(f"domain must be a Domain, got {type(domain).__name__}")
+    if isinstance(records, pd.DataFrame):
+        return _codes_from_frame(records, domain, allow_whole_floats=False, context="records",
+                                 allow_empty=allow_empty)
+    return _codes_from_array(records, domain, allow_empty=allow_empty)
+
+
 def _check_ranges(arr: np.ndarray, domain: Domain, context: str = "") -> None:
     problems = []
     for j, (name, size) in enumerate(zip(domain.attributes, domain.shape)):
@@ -243,7 +252,7 @@ def _check_ranges(arr: np.ndarray, domain: Domain, context: str = "") -> None:
     raise_problems(problems, context)
 
 
-def _codes_from_array(records: object, domain: Domain) -> np.ndarray:
+def _codes_from_array(records: object, domain: Domain, *, allow_empty: bool = False) -> np.ndarray:
     if isinstance(records, (str, bytes)):
         raise TypeError("records must be a 2-D array of integer codes, not a string")
     try:
@@ -262,18 +271,19 @@ def _codes_from_array(records: object, domain: Domain) -> np.ndarray:
             f"records have {arr.shape[1]} columns but the domain has {len(domain)} attributes "
             f"{list(domain.attributes)}"
         )
-    if arr.shape[0] == 0:
+    if arr.shape[0] == 0 and not allow_empty:
         raise ValueError("records are empty: a dataset needs at least one row")
     _check_ranges(arr, domain)
     return arr.astype(np.int64, copy=False)
 
 
 def _codes_from_frame(
-    df: pd.DataFrame, domain: Domain, *, allow_whole_floats: bool, context: str
+    df: pd.DataFrame, domain: Domain, *, allow_whole_floats: bool, context: str,
+    allow_empty: bool = False,
 ) -> np.ndarray:
     check_frame(df, context)
     check_columns(list(df.columns), domain.attributes, "error", context)
-    if len(df) == 0:
+    if len(df) == 0 and not allow_empty:
         raise ValueError(f"{context}: no data rows; a dataset needs at least one row")
     n = len(df)
     out = np.empty((n, len(domain)), dtype=np.int64)
@@ -281,6 +291,8 @@ def _codes_from_frame(
     for j, (name, size) in enumerate(zip(domain.attributes, domain.shape)):
         col = df[name]
         dtype = col.dtype
+        if len(col) == 0:
+            continue
         if pd.api.types.is_integer_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype):
             if col.isna().any():  # nullable integer columns
                 problems.append(describe(col.isna().to_numpy(), name, "missing (NaN/empty) values"))

@@ -50,7 +50,7 @@ from fastmwem.data._checks import (
     read_csv_header,
     to_numbers,
 )
-from fastmwem.data.dataset import Dataset
+from fastmwem.data.dataset import Dataset, codes_array
 from fastmwem.data.domain import Domain
 from fastmwem.data.warnings import PrivacyLeakWarning
 from fastmwem.random import make_rng
@@ -656,8 +656,9 @@ class Schema:
         and costs no privacy.
 
         Args:
-            data: a :class:`Dataset` over :attr:`domain`, or a DataFrame / ``(n, d)`` array of
-                codes in the schema's column order (validated like ``Dataset``).
+            data: a :class:`Dataset` over :attr:`domain`, or a DataFrame (columns by name) /
+                ``(n, d)`` array (schema's column order) of integer codes, validated like a
+                ``Dataset`` except that zero rows are allowed (giving an empty frame).
             numeric: ``"midpoint"`` or ``"uniform"``.
             rng: seed or Generator for ``numeric="uniform"``.
         """
@@ -669,10 +670,9 @@ class Schema:
                 raise ValueError(
                     f"the dataset's domain {data.domain} differs from the schema's domain {domain}"
                 )
-            ds = data
+            recs = data.records
         else:
-            ds = Dataset(data, domain)
+            recs = codes_array(data, domain, allow_empty=True)
         gen = make_rng(rng) if numeric == "uniform" else None
-        recs = ds.records
         cols = {spec.name: spec.decode(recs[:, j], gen) for j, spec in enumerate(self.columns)}
         return pd.DataFrame(cols)
