@@ -1,6 +1,20 @@
 """Workloads: families of linear queries over a domain, kept in their structure."""
 
 from fastmwem.workloads.base import LinearWorkload, Workload, check_histogram
+from fastmwem.workloads.counting import RandomCountingQueries
 from fastmwem.workloads.marginals import Marginals
+from fastmwem.workloads.matrix import MatrixWorkload
+from fastmwem.workloads.parities import Parities, walsh_hadamard
+from fastmwem.workloads.ranges import RangeQueries
 
-__all__ = ["Workload", "LinearWorkload", "Marginals", "check_histogram"]
+__all__ = [
+    "Workload",
+    "LinearWorkload",
+    "Marginals",
+    "MatrixWorkload",
+    "RangeQueries",
+    "Parities",
+    "RandomCountingQueries",
+    "check_histogram",
+    "walsh_hadamard",
+]

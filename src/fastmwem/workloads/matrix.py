@@ -1,0 +1,181 @@
+"""A workload given as an explicit dense or sparse query matrix."""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from fastmwem._validation import check_int
+from fastmwem.data.domain import Domain
+from fastmwem.workloads._common import (
+    check_domain,
+    check_inplace_histogram,
+    check_log_factors,
+    flat_histogram,
+)
+from fastmwem.workloads.base import LinearWorkload, check_histogram
+
+__all__ = ["MatrixWorkload"]
+
+
+def _check_offsets(groups: object, n_queries: int) -> np.ndarray:
+    if isinstance(groups, (str, bytes)):
+        raise TypeError("groups must be a sequence of integer offsets")
+    arr = np.asarray(groups)
+    if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
+        if arr.size == 0 and arr.dtype == np.float64:
+            raise ValueError("groups must hold at least the offsets 0 and n_queries")
+        raise TypeError(f"groups must hold integer offsets, got dtype {arr.dtype}")
+    if arr.ndim != 1 or arr.size < 2:
+        raise ValueError("groups must be a 1-D array of offsets [0, ..., n_queries]")
+    if arr[0] != 0 or arr[-1] != n_queries:
+        raise ValueError(
+            f"groups must start at 0 and end at n_queries = {n_queries}, got {int(arr[0])} .. {int(arr[-1])}"
+        )
+    if np.any(np.diff(arr) <= 0):
+        i = int(np.argmax(np.diff(arr) <= 0))
+        raise ValueError(f"groups must be strictly increasing (no empty group): groups[{i}:{i + 2}] = {arr[i:i + 2].tolist()}")
+    return arr.astype(np.int64)
+
+
+class MatrixWorkload(LinearWorkload):
+    """Queries given as the rows of an explicit ``n_queries x domain.size`` matrix.
+
+    A scipy.sparse matrix stays sparse (stored as CSR); a dense one is stored as a C-contiguous
+    float64 array. Entries must be finite reals; query ``i`` is ``q_i(x) = matrix[i, x]``.
+
+    Sensitivities, for the add/remove-one-record relation: ``query_sensitivity`` is the largest
+    ``|entry|``; the L1 sensitivity of a group is the largest column sum of ``|entries|`` over
+    its rows.
+
+    Args:
+        domain: the domain; the matrix has ``domain.size`` columns in C order over its shape.
+        matrix: a 2-D numpy array (or array-like) or a scipy.sparse matrix/array.
+        groups: optional group offsets ``[0, o_1, ..., n_queries]`` (strictly increasing);
+            group ``g`` is rows ``groups[g]:groups[g + 1]``. ``None``: each row is a group.
+
+    >>> d = Domain(["a"], [3])
+    >>> w = MatrixWorkload(d, [[1, 1, 0], [0, 2, -1]], groups=[0, 2])
+    >>> w.answer(np.array([1.0, 2.0, 3.0])).tolist()
+    [3.0, 1.0]
+    >>> float(w.query_sensitivity), w.group_sensitivity.tolist()
+    (2.0, [3.0])
+    """
+
+    def __init__(self, domain: Domain, matrix: object, groups: object = None) -> None:
+        self.domain = check_domain(domain)
+        if sp.issparse(matrix):
+            if not (np.issubdtype(matrix.dtype, np.integer) or np.issubdtype(matrix.dtype, np.floating)
+                    or matrix.dtype == np.bool_):
+                raise TypeError(f"matrix must hold real numbers, got dtype {matrix.dtype}")
+            mat = sp.csr_array(matrix, dtype=np.float64)
+            mat.sum_duplicates()
+            values = mat.data
+            self.sparse = True
+        else:
+            if isinstance(matrix, (str, bytes)) or matrix is None:
+                raise TypeError(f"matrix must be a 2-D array or a scipy.sparse matrix, got {type(matrix).__name__}")
+            try:
+                raw = np.asarray(matrix)
+            except ValueError as exc:
+                raise ValueError(f"matrix must be a 2-D array of real numbers: {exc}") from None
+            if raw.dtype == object or not (
+                np.issubdtype(raw.dtype, np.integer) or np.issubdtype(raw.dtype, np.floating)
+                or raw.dtype == np.bool_
+            ):
+                raise TypeError(f"matrix must hold real numbers, got dtype {raw.dtype}")
+            mat = np.ascontiguousarray(raw, dtype=np.float64)
+            values = mat
+            self.sparse = False
+        if mat.ndim != 2:
+            raise ValueError(f"matrix must be 2-D, got {mat.ndim} dimensions")
+        if mat.shape[1] != domain.size:
+            raise ValueError(
+                f"matrix must have domain.size = {domain.size} columns, got shape {mat.shape}"
+            )
+        if mat.shape[0] < 1:
+            raise ValueError("matrix must have at least one row (query)")
+        if not np.all(np.isfinite(values)):
+            raise ValueError("matrix entries must be finite")
+        self.matrix = mat
+        n = int(mat.shape[0])
+        self._offsets = np.arange(n + 1, dtype=np.int64) if groups is None else _check_offsets(groups, n)
+        absm = abs(mat)
+        self._query_sensitivity = float(values.size and np.max(np.abs(values)))
+        if groups is None:
+            self._group_sens = (
+                np.asarray(absm.max(axis=1).toarray()).reshape(-1) if self.sparse
+                else absm.max(axis=1)
+            ).astype(np.float64)
+        elif self.sparse:
+            # Sum |rows| within each group with a sparse 0/1 group-indicator product.
+            sizes = np.diff(self._offsets)
+            indicator = sp.csr_array(
+                (np.ones(n), np.arange(n), np.concatenate([[0], np.cumsum(sizes)])),
+                shape=(sizes.size, n),
+            )
+            sums = sp.csr_array(indicator @ absm)
+            self._group_sens = np.asarray(sums.max(axis=1).toarray()).reshape(-1).astype(np.float64)
+        else:
+            self._group_sens = np.add.reduceat(absm, self._offsets[:-1], axis=0).max(axis=1)
+
+    # -- sizes -------------------------------------------------------------------------------
+    @property
+    def n_queries(self) -> int:
+        return int(self.matrix.shape[0])
+
+    @property
+    def group_offsets(self) -> np.ndarray:
+        return self._offsets
+
+    @property
+    def query_sensitivity(self) -> float:
+        return self._query_sensitivity
+
+    @property
+    def group_sensitivity(self) -> np.ndarray:
+        return self._group_sens.copy()
+
+    def describe(self, query: int) -> str:
+        q = check_int(query, "query", minimum=0, maximum=self.n_queries - 1)
+        return f"matrix row {q}"
+
+    def describe_group(self, group: int) -> str:
+        rows = self.group_queries(group)
+        if rows.stop - rows.start == 1:
+            return f"matrix row {rows.start}"
+        return f"matrix rows {rows.start}..{rows.stop - 1}"
+
+    # -- answers -----------------------------------------------------------------------------
+    def answer(self, histogram: np.ndarray) -> np.ndarray:
+        hist = check_histogram(histogram, self.domain)
+        return np.asarray(self.matrix @ hist, dtype=np.float64).reshape(-1)
+
+    def answer_group(self, histogram: np.ndarray, group: int) -> np.ndarray:
+        rows = self.group_queries(group)
+        hist = flat_histogram(histogram, self.domain)
+        return np.asarray(self.matrix[rows] @ hist, dtype=np.float64).reshape(-1)
+
+    def answer_transpose(self, weights: np.ndarray) -> np.ndarray:
+        w = self._check_weights(weights)
+        if not np.all(np.isfinite(w)):
+            raise ValueError("weights must be finite")
+        return np.asarray(self.matrix.T @ w, dtype=np.float64).reshape(-1)
+
+    def multiply_group(self, histogram: np.ndarray, group: int, log_factors: np.ndarray) -> None:
+        rows = self.group_queries(group)
+        flat = check_inplace_histogram(histogram, self.domain)
+        lf = check_log_factors(log_factors, rows.stop - rows.start)
+        exponent = np.asarray(self.matrix[rows].T @ lf, dtype=np.float64).reshape(-1)
+        flat *= np.exp(exponent)
+
+    def row(self, query: int) -> np.ndarray:
+        q = check_int(query, "query", minimum=0, maximum=self.n_queries - 1)
+        if self.sparse:
+            return self.matrix[[q]].toarray().reshape(-1)
+        return self.matrix[q].copy()
+
+    def dense(self) -> np.ndarray:
+        if self.sparse:
+            return self.matrix.toarray()
+        return self.matrix.copy()
