@@ -208,8 +208,16 @@ class Dataset:
 
     def _counts(self, axes: tuple[int, ...], shape: tuple[int, ...]) -> np.ndarray:
         size = math.prod(shape)
-        cols = self._records[:, list(axes)]
-        flat = np.ravel_multi_index(tuple(cols.T), shape) if len(axes) > 1 else cols[:, 0]
+        # C-order cell index = codes . strides (what np.ravel_multi_index computes), as one
+        # integer matrix-vector product; sizes are <= MAX_DENSE_CELLS, so int64 cannot overflow.
+        strides = np.ones(len(shape), dtype=np.int64)
+        for i in range(len(shape) - 2, -1, -1):
+            strides[i] = strides[i + 1] * shape[i + 1]
+        if axes == tuple(range(self._records.shape[1])):
+            cols = self._records
+        else:
+            cols = self._records[:, list(axes)]
+        flat = cols @ strides
         # weights make bincount return float64 directly: one allocation of `size` cells
         return np.bincount(flat, weights=np.ones(flat.shape[0]), minlength=size)
 
@@ -243,12 +251,14 @@ def codes_array(
 
 
 def _check_ranges(arr: np.ndarray, domain: Domain, context: str = "") -> None:
-    problems = []
-    for j, (name, size) in enumerate(zip(domain.attributes, domain.shape)):
-        col = arr[:, j]
-        bad = (col < 0) | (col >= size)
-        if bad.any():
-            problems.append(describe(bad, name, f"values outside 0..{size - 1}"))
+    # one broadcast pass over the whole table; per-column details only for failing columns
+    upper = np.array(domain.shape, dtype=np.uint64 if arr.dtype == np.uint64 else np.int64)
+    bad = (arr >= upper) if arr.dtype.kind == "u" else (arr < 0) | (arr >= upper)
+    failing = np.flatnonzero(bad.any(axis=0))
+    problems = [
+        describe(bad[:, j], domain.attributes[j], f"values outside 0..{domain.shape[j] - 1}")
+        for j in failing
+    ]
     raise_problems(problems, context)
 
 
