@@ -59,7 +59,8 @@ from fastmwem.mechanisms.continuous.proposals import (
 from fastmwem.mechanisms.continuous.space import as_points
 from fastmwem.random import make_rng
 
-__all__ = ["AtomDesign", "atom_design", "atom_perfect", "random_atom_perfect", "atom_runs"]
+__all__ = ["AtomDesign", "atom_design", "atom_perfect", "random_atom_perfect", "atom_runs",
+           "discrete_epsilon"]
 
 # Relative slack when checking "w * alpha(y -> *) >= beta" at visited points (rounding only).
 _BOUND_TOL = 1e-9
@@ -175,6 +176,15 @@ def atom_design(mech: ContinuousExponentialMechanism, *, w: float = 0.5,
     return AtomDesign(w=w, kappa=kap, beta=beta, variant="N", k=k, ratio_bound=bound,
                       beta_data_independent=normalising_constant_lower is not None,
                       proposal=proposal, exit=exit)
+
+
+def discrete_epsilon(design: AtomDesign, epsilon: float) -> float:
+    """Epsilon of the discrete part of RandomAtomPerfect: ``epsilon`` (variant N), ``epsilon / 2`` (U).
+
+    In variant U the weight ``kappa / (kappa + C_X)`` of the discrete part itself moves by up to
+    ``e^(epsilon/2)`` between neighbours, leaving ``epsilon / 2`` for the discrete choice.
+    """
+    return epsilon if design.variant == "N" else epsilon / 2.0
 
 
 def _size(size: object) -> int | None:
@@ -375,7 +385,7 @@ def random_atom_perfect(mech: ContinuousExponentialMechanism, *, size: int | Non
     else:
         ell = check_int(n_points, "n_points", minimum=1)
     gen = make_rng(rng)
-    eps_disc = mech.epsilon if design.variant == "N" else mech.epsilon / 2.0
+    eps_disc = discrete_epsilon(design, mech.epsilon)
     event = PureDP(mech.epsilon)
     _charge(accountant, event, "continuous exponential mechanism (random_atom_perfect)", n or 1)
     count = n or 1
