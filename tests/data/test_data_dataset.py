@@ -306,3 +306,13 @@ def test_histogram_above_limit_names_limit():
     assert ds.marginal(["a"])[1] == 1
     with pytest.raises(ValueError, match="MAX_DENSE_CELLS"):
         ds.marginal(["a", "b"])
+
+
+def test_pickle_round_trip_stays_read_only(domain):
+    import pickle
+
+    ds = Dataset(_random_records(domain, 12, seed=10), domain)
+    back = pickle.loads(pickle.dumps(ds))
+    assert back.domain == ds.domain
+    np.testing.assert_array_equal(back.records, ds.records)
+    assert not back.records.flags.writeable

@@ -94,6 +94,13 @@ class Dataset:
         obj._init_trusted(arr, domain)
         return obj
 
+    def __getstate__(self) -> tuple[np.ndarray, Domain]:
+        return self._records, self._domain
+
+    def __setstate__(self, state: tuple[np.ndarray, Domain]) -> None:
+        # pickling (e.g. to worker processes) must not hand back a writable array
+        self._init_trusted(state[0], state[1])
+
     # -- construction ------------------------------------------------------------------------
     @classmethod
     def from_dataframe(cls, df: pd.DataFrame, domain: Domain) -> Dataset:

@@ -312,8 +312,11 @@ class Numeric:
         if rng is None:
             return pd.Series(self.midpoints()[codes], name=self.name)
         e = np.asarray(self.edges)
-        lo = e[codes]
-        return pd.Series(lo + rng.random(codes.shape[0]) * (e[codes + 1] - lo), name=self.name)
+        lo, hi = e[codes], e[codes + 1]
+        x = lo + rng.random(codes.shape[0]) * (hi - lo)
+        # rounding can land exactly on the open right edge; keep the draw inside its own bin
+        x = np.where(x < hi, x, np.nextafter(hi, lo))
+        return pd.Series(np.maximum(x, lo), name=self.name)
 
     def to_dict(self) -> dict[str, object]:
         out: dict[str, object] = {"name": self.name, "type": "numeric"}
