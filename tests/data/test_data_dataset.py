@@ -316,3 +316,10 @@ def test_pickle_round_trip_stays_read_only(domain):
     assert back.domain == ds.domain
     np.testing.assert_array_equal(back.records, ds.records)
     assert not back.records.flags.writeable
+
+
+def test_csv_with_utf8_bom(tmp_path):
+    d = Domain(["a", "b"], [3, 2])
+    path = tmp_path / "bom.csv"
+    path.write_bytes("a,b\n1,0\n2,1\n".encode("utf-8-sig"))
+    np.testing.assert_array_equal(Dataset.from_csv(path, d).records, [[1, 0], [2, 1]])

@@ -340,3 +340,10 @@ def test_decode_accepts_code_frame_in_any_column_order(schema):
     codes = np.column_stack([rng.integers(0, s, size=20) for s in schema.domain.shape])
     frame = pd.DataFrame(codes, columns=schema.names)[list(reversed(schema.names))]
     pd.testing.assert_frame_equal(schema.decode(frame), schema.decode(codes))
+
+
+def test_encode_csv_with_utf8_bom(tmp_path):
+    s = Schema([Categorical("c", ["a", "b"]), Integer("k", 0, 3)])
+    path = tmp_path / "bom.csv"
+    path.write_bytes("c,k\nb,3\na,0\n".encode("utf-8-sig"))
+    np.testing.assert_array_equal(s.encode_csv(path).records, [[1, 3], [0, 0]])

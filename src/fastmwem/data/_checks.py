@@ -79,9 +79,9 @@ def check_frame(df: object, name: str = "df") -> pd.DataFrame:
 
 
 def read_csv_header(path: str | os.PathLike[str]) -> list[str]:
-    """The raw header of a CSV file (duplicates kept, unlike pandas, which renames them)."""
+    """The raw header of a CSV file (duplicates kept, unlike pandas; a UTF-8 BOM is skipped)."""
     try:
-        with open(path, newline="", encoding="utf-8") as fh:
+        with open(path, newline="", encoding="utf-8-sig") as fh:
             header = next(csv.reader(fh), None)
     except FileNotFoundError:
         raise FileNotFoundError(f"CSV file {os.fspath(path)!r} does not exist") from None
@@ -106,7 +106,7 @@ def read_csv_as_text(path: str | os.PathLike[str], columns: Sequence[str]) -> pd
             dtype=object,
             keep_default_na=False,
             na_values=[""],
-            encoding="utf-8",
+            encoding="utf-8-sig",
         )[list(columns)]
     except pd.errors.ParserError as exc:
         raise ValueError(f"CSV file {os.fspath(path)!r} is malformed: {exc}") from None

@@ -145,7 +145,7 @@ class Dataset:
                 usecols=list(domain.attributes),
                 keep_default_na=False,
                 na_values=[""],
-                encoding="utf-8",
+                encoding="utf-8-sig",
             )
         except pd.errors.ParserError as exc:
             raise ValueError(f"{context} is malformed: {exc}") from None
