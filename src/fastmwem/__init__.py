@@ -8,8 +8,9 @@ from fastmwem.accounting import (
     BudgetExceededError,
     PureDP,
 )
-from fastmwem.data import Domain
+from fastmwem.data import Dataset, Domain, PrivacyLeakWarning, Schema
 from fastmwem.random import make_rng
+from fastmwem.release import MWEMResult, mwem
 
 __version__ = "0.1.0"
 
@@ -18,8 +19,13 @@ __all__ = [
     "ApproxDP",
     "BoundedRange",
     "BudgetExceededError",
+    "Dataset",
     "Domain",
+    "PrivacyLeakWarning",
+    "Schema",
     "PureDP",
     "ZCDP",
+    "MWEMResult",
     "make_rng",
+    "mwem",
 ]

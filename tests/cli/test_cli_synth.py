@@ -161,3 +161,38 @@ def test_usage_errors_are_one_line(tmp_path):
     assert done.returncode == 2
     assert len(done.stderr.strip().splitlines()) == 1
     assert "--epsilon" in done.stderr
+
+
+def test_synth_with_schema_decodes_raw_labels(tmp_path, capsys):
+    rng = np.random.default_rng(5)
+    n = 2000
+    raw = pd.DataFrame({
+        "sex": rng.choice(["F", "M"], n),
+        "age": rng.uniform(18, 90, n).round(1),
+        "job": rng.choice(["clerk", "nurse", "pilot"], n, p=[0.6, 0.3, 0.1]),
+    })
+    csv = tmp_path / "raw.csv"
+    raw.to_csv(csv, index=False)
+    schema = tmp_path / "schema.json"
+    schema.write_text(json.dumps({"columns": [
+        {"name": "sex", "type": "categorical", "categories": ["F", "M"]},
+        {"name": "age", "type": "numeric", "lower": 0, "upper": 100, "bins": 10},
+        {"name": "job", "type": "categorical", "categories": ["clerk", "nurse", "pilot"]},
+    ]}))
+    out = tmp_path / "syn.csv"
+    code, _, err = run(["synth", csv, "--schema", schema, "--epsilon", 1, "--out", out,
+                        "--workload", "marginals:2", "--rounds", 3, "--seed", 2], capsys)
+    assert code == 0, err
+    frame = pd.read_csv(out)
+    assert set(frame["sex"]) <= {"F", "M"}
+    assert set(frame["job"]) <= {"clerk", "nurse", "pilot"}
+    assert frame["age"].between(0, 100).all()
+
+    raw.loc[7, "job"] = "astronaut"
+    raw.to_csv(csv, index=False)
+    out.unlink()
+    code, _, err = run(["synth", csv, "--schema", schema, "--epsilon", 1, "--out", out,
+                        "--workload", "marginals:2", "--rounds", 3], capsys)
+    assert code == 2
+    assert "job" in err and len(err.strip().splitlines()) == 1
+    assert not out.exists()
