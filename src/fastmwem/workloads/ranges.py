@@ -95,7 +95,7 @@ class RangeQueries(LinearWorkload):
     >>> d = Domain(["age", "sex"], [5, 2])
     >>> w = RangeQueries(d, "age", lower=[0, 2], upper=[4, 3])
     >>> w.answer(np.arange(10.0)).tolist()
-    [45.0, 18.0]
+    [45.0, 22.0]
     >>> w.describe(1)
     'age in [2, 3]'
     """
