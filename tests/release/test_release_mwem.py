@@ -233,3 +233,15 @@ def test_group_update_matches_generic_update():
     weights[w.group_queries(1)] = log_factors
     slow = p * np.exp(w.dense().T @ weights)
     np.testing.assert_allclose(fast.distribution, slow / slow.sum(), rtol=1e-12)
+
+
+@pytest.mark.slow
+def test_mwem_runs_on_a_2_to_the_24_cell_domain():
+    domain = Domain([f"a{i}" for i in range(24)], [2] * 24)
+    rng = np.random.default_rng(0)
+    ds = Dataset(rng.integers(0, 2, (2000, 24)), domain)
+    result = mwem(ds, Marginals.all_kway(domain, 1), epsilon=1.0, rounds=2, rng=0,
+                  reuse_passes=1)
+    assert result.histogram.size == 2**24
+    assert np.isclose(result.distribution.sum(), 1.0)
+    assert result.sample(50, rng=1).shape == (50, 24)

@@ -288,7 +288,7 @@ def _run(dataset: object, workload: LinearWorkload, domain: Domain, config: MWEM
         rounds = bar
     for t in rounds:
         started = time.perf_counter()
-        errors = np.abs(workload.answer(state.histogram) - true_answers)
+        errors = np.abs(workload.answer(state.distribution) * state.total - true_answers)
         if group_mode:
             scores = np.add.reduceat(errors, offsets[:-1]) - penalty * cells
         else:

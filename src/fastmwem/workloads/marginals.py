@@ -160,28 +160,37 @@ class Marginals(LinearWorkload):
         """All marginals at once, sharing partial sums along a trie of attribute prefixes.
 
         A node for the sorted prefix ``(s_1, ..., s_j)`` holds the histogram summed over every
-        axis before ``s_j`` that is not in the prefix; a child sums one contiguous run of axes
-        out of its parent. For all 3-way marginals of 16 binary attributes this touches about
-        7 times the histogram instead of 560 times.
+        axis before ``s_j`` that is not in the prefix, as an array of shape (cells of the
+        prefix, cells of the axes after ``s_j``). Its children come from a chain that sums the
+        following axes out one at a time, so each node costs about twice its own size. For all
+        3-way marginals of 16 binary attributes this touches a few histograms' worth of memory
+        instead of 560.
         """
         hist = check_histogram(histogram, self.domain)
         shape = self.domain.shape
-        d = len(shape)
-        tail = [int(np.prod(shape[i:])) for i in range(d + 1)]
-        cache: dict[tuple[int, ...], np.ndarray] = {(): hist.reshape(1, tail[0])}
+        tail = [int(np.prod(shape[i:])) for i in range(len(shape) + 1)]
+        nodes: dict[tuple[int, ...], np.ndarray] = {(): hist.reshape(1, tail[0])}
+        chains: dict[tuple[tuple[int, ...], int], np.ndarray] = {}
+
+        def chain(prefix: tuple[int, ...], axis: int) -> np.ndarray:
+            # node(prefix) summed over the axes after the prefix and before ``axis``.
+            key = (prefix, axis)
+            if key not in chains:
+                first = prefix[-1] + 1 if prefix else 0
+                if axis == first:
+                    chains[key] = node(prefix)
+                else:
+                    prev = chain(prefix, axis - 1)
+                    chains[key] = prev.reshape(prev.shape[0], shape[axis - 1], tail[axis]).sum(
+                        axis=1)
+            return chains[key]
 
         def node(prefix: tuple[int, ...]) -> np.ndarray:
-            # Array of shape (prod of prefix sizes, prod of sizes after the prefix's last axis).
-            if prefix in cache:
-                return cache[prefix]
-            parent = node(prefix[:-1])
-            start = prefix[-2] + 1 if len(prefix) > 1 else 0
-            axis = prefix[-1]
-            skipped = tail[start] // tail[axis]
-            arr = parent.reshape(parent.shape[0], skipped, tail[axis]).sum(axis=1)
-            arr = arr.reshape(parent.shape[0] * shape[axis], tail[axis + 1])
-            cache[prefix] = arr
-            return arr
+            if prefix not in nodes:
+                axis = prefix[-1]
+                base = chain(prefix[:-1], axis)
+                nodes[prefix] = base.reshape(base.shape[0] * shape[axis], tail[axis + 1])
+            return nodes[prefix]
 
         out = np.empty(self.n_queries)
         for g, axes in enumerate(self.axes):
