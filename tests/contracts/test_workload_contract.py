@@ -19,6 +19,7 @@ import scipy.sparse as sp
 from fastmwem import workloads
 from fastmwem.data.domain import Domain
 from fastmwem.workloads import (
+    Concatenate,
     LinearWorkload,
     Marginals,
     MatrixWorkload,
@@ -26,6 +27,7 @@ from fastmwem.workloads import (
     RandomCountingQueries,
     RangeQueries,
     Workload,
+    cuboids,
 )
 
 
@@ -108,6 +110,27 @@ def _counting_sparse(rng: np.random.Generator) -> LinearWorkload:
     return RandomCountingQueries(d, 40, rng=rng, density=0.2)
 
 
+def _cuboids(rng: np.random.Generator) -> LinearWorkload:
+    return cuboids(_domain(rng))
+
+
+def _concatenate(rng: np.random.Generator) -> LinearWorkload:
+    d = _domain(rng, binary=True)
+    m = rng.integers(-2, 3, size=(5, d.size))
+    return Concatenate([
+        Marginals.all_kway(d, 2),
+        RangeQueries.random(d, d.attributes[:2], 4, rng=rng),
+        MatrixWorkload(d, m, groups=[0, 2, 5]),
+        Parities.all_kway(d, 1),
+        RandomCountingQueries(d, 3, rng=rng),
+    ])
+
+
+def _concatenate_single(rng: np.random.Generator) -> LinearWorkload:
+    d = _domain(rng)
+    return Concatenate([Marginals.all_kway(d, 1)])
+
+
 FACTORIES: dict[str, Callable[[np.random.Generator], LinearWorkload]] = {
     "marginals_all_kway": _marginals_all_kway,
     "marginals_mixed": _marginals_mixed,
@@ -121,6 +144,9 @@ FACTORIES: dict[str, Callable[[np.random.Generator], LinearWorkload]] = {
     "parities_mixed": _parities_mixed,
     "counting_half": _counting_half,
     "counting_sparse": _counting_sparse,
+    "cuboids": _cuboids,
+    "concatenate": _concatenate,
+    "concatenate_single": _concatenate_single,
 }
 
 CASES = [pytest.param((name, seed), id=f"{name}-{seed}") for name in FACTORIES for seed in (0, 1, 2)]
@@ -143,7 +169,7 @@ def test_every_exported_workload_class_has_a_factory() -> None:
     }
     covered = {type(f(np.random.default_rng(0))) for f in FACTORIES.values()}
     assert exported == covered
-    assert {Marginals, MatrixWorkload, RangeQueries, Parities, RandomCountingQueries} <= covered
+    assert {Marginals, MatrixWorkload, RangeQueries, Parities, RandomCountingQueries, Concatenate} <= covered
 
 
 def test_protocol_and_sizes(case) -> None:

@@ -1,7 +1,9 @@
 """Workloads: families of linear queries over a domain, kept in their structure."""
 
 from fastmwem.workloads.base import LinearWorkload, Workload, check_histogram
+from fastmwem.workloads.concatenate import Concatenate
 from fastmwem.workloads.counting import RandomCountingQueries
+from fastmwem.workloads.cuboids import cuboids
 from fastmwem.workloads.marginals import Marginals
 from fastmwem.workloads.matrix import MatrixWorkload
 from fastmwem.workloads.parities import Parities, walsh_hadamard
@@ -15,6 +17,8 @@ __all__ = [
     "RangeQueries",
     "Parities",
     "RandomCountingQueries",
+    "Concatenate",
+    "cuboids",
     "check_histogram",
     "walsh_hadamard",
 ]
