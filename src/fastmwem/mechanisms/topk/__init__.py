@@ -12,6 +12,19 @@ from fastmwem.mechanisms.topk.joint import (
     pnf_joint,
     pruned_joint,
 )
+from fastmwem.mechanisms.topk.metrics import TopKErrors, topk_errors
+from fastmwem.mechanisms.topk.peeling import (
+    CDPPeel,
+    GammaTopK,
+    LaplaceTopK,
+    PNFPeel,
+    cdp_peel,
+    cdp_peel_epsilon,
+    cdp_peel_local_epsilon,
+    gamma_topk,
+    laplace_topk,
+    pnf_peel,
+)
 
 __all__ = [
     "JointTopK",
@@ -20,4 +33,28 @@ __all__ = [
     "joint",
     "pnf_joint",
     "pruned_joint",
+    "PNFPeel",
+    "CDPPeel",
+    "LaplaceTopK",
+    "GammaTopK",
+    "pnf_peel",
+    "cdp_peel",
+    "laplace_topk",
+    "gamma_topk",
+    "cdp_peel_epsilon",
+    "cdp_peel_local_epsilon",
+    "TopKErrors",
+    "topk_errors",
+    "METHODS",
 ]
+
+#: The top-k methods by their command-line names.
+METHODS = {
+    "joint": JointTopK,
+    "pnf-joint": PNFJointTopK,
+    "pnf-peel": PNFPeel,
+    "cdp-peel": CDPPeel,
+    "laplace": LaplaceTopK,
+    "gamma": GammaTopK,
+    "pruned-joint": PrunedJointTopK,
+}
