@@ -184,3 +184,14 @@ def test_multiply_group_refuses_copies_it_could_not_update() -> None:
         w.multiply_group(np.asfortranarray(np.ones(d.shape)), 0, [0.1])
     with pytest.raises(ValueError, match="log_factors"):
         w.multiply_group(np.ones(d.size), 0, [np.nan])
+
+
+def test_corner_limit_names_itself(monkeypatch: pytest.MonkeyPatch) -> None:
+    from fastmwem.workloads import ranges
+
+    d = Domain([f"b{i}" for i in range(12)], [2] * 12)
+    ones = np.ones((3, 12), dtype=int)
+    assert RangeQueries(d, d.attributes, ones, ones).n_queries == 3  # 3 * 2^12 corners
+    monkeypatch.setattr(ranges, "MAX_CORNERS", 3 * 2**12 - 1)
+    with pytest.raises(ValueError, match="MAX_CORNERS"):
+        RangeQueries(d, d.attributes, ones, ones)

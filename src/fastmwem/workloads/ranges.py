@@ -22,6 +22,9 @@ from fastmwem.workloads.base import LinearWorkload, check_histogram
 
 __all__ = ["RangeQueries"]
 
+#: Largest number of signed box corners (over all queries) kept for inclusion-exclusion.
+MAX_CORNERS = 2**25
+
 
 def _check_bounds(values: object, name: str, n_attrs: int) -> np.ndarray:
     if isinstance(values, (str, bytes)):
@@ -175,6 +178,13 @@ class RangeQueries(LinearWorkload):
         and the latter vanishes when ``lower == 0``, so it is expanded only for those queries.
         """
         n = self.lower.shape[0]
+        total = int(np.sum(np.left_shift(1, np.count_nonzero(self._lo > 0, axis=1), dtype=np.int64)))
+        if total > MAX_CORNERS:
+            raise ValueError(
+                f"these boxes have {total} inclusion-exclusion corners in total (2^m for a box "
+                f"with m intervals not starting at 0), above MAX_CORNERS = {MAX_CORNERS}; "
+                "use fewer box attributes or a MatrixWorkload"
+            )
         strides = np.ones(len(self._mshape), dtype=np.int64)
         for j in range(len(self._mshape) - 2, -1, -1):
             strides[j] = strides[j + 1] * self._mshape[j + 1]
