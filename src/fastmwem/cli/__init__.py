@@ -18,7 +18,7 @@ from fastmwem.accounting import BudgetExceededError
 __all__ = ["main", "CLIError", "SUBCOMMANDS"]
 
 #: Modules of this package that provide a subcommand, in the order shown by ``--help``.
-SUBCOMMANDS: tuple[str, ...] = ("synth",)
+SUBCOMMANDS: tuple[str, ...] = ("synth", "topk")
 
 
 class CLIError(Exception):

@@ -1,0 +1,156 @@
+"""``fastmwem topk``: the k most frequent items of a CSV, privately, in order."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import numpy as np
+import pandas as pd
+
+from fastmwem.cli import CLIError
+from fastmwem.cli._io import check_output_path, write_csv_atomic
+from fastmwem.mechanisms.topk import METHODS
+
+__all__ = ["register"]
+
+DEFAULT_DELTA = 1e-6
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "topk",
+        help="private top-k items (joint exponential mechanism and baselines)",
+        description=(
+            "Select the k items with the largest counts, privately, best first. Input is either "
+            "one row per item with its count (--count-column), or raw (user, item) rows "
+            "(--user-column), where each user counts at most once per item. Each user may "
+            "contribute to any number of items. Only the chosen items are written, never counts."
+        ),
+    )
+    parser.add_argument("input", help="input CSV")
+    parser.add_argument("--k", type=int, required=True, help="number of items to select")
+    parser.add_argument("--epsilon", type=float, required=True, help="privacy budget")
+    parser.add_argument("--method", choices=list(METHODS), default="joint",
+                        help="mechanism (default joint, exact; cdp-peel is (epsilon, delta)-DP)")
+    parser.add_argument("--item-column", default="item",
+                        help="column naming the item (default 'item')")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--count-column", help="column with each item's count (one row per item)")
+    source.add_argument("--user-column", help="column with the user id (raw user, item rows)")
+    parser.add_argument("--items",
+                        help="optional file listing the public item universe, one per line; "
+                             "items absent from the data get count 0. Without it the items are "
+                             "those present in the input, which is private only if that list "
+                             "is itself public")
+    parser.add_argument("--neighbors", choices=["add-remove", "replace"], default="add-remove",
+                        help="neighbouring datasets differ by one user added/removed (default) "
+                             "or replaced")
+    parser.add_argument("--delta", type=float, default=None,
+                        help=f"delta for --method cdp-peel (default {DEFAULT_DELTA:g})")
+    parser.add_argument("--seed", type=int, default=None,
+                        help="seed for reproducible runs (default: OS entropy; tests only)")
+    parser.add_argument("--out", help="output CSV (rank,item); default: print to stdout")
+    parser.set_defaults(handler=run)
+
+
+def _read_table(path: str) -> pd.DataFrame:
+    if not os.path.isfile(path):
+        raise CLIError(f"input file {path!r} not found")
+    try:
+        return pd.read_csv(path, dtype=str, keep_default_na=False)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise CLIError(f"cannot read {path!r} as CSV: {str(exc).splitlines()[0]}") from None
+
+
+def _column(frame: pd.DataFrame, name: str, flag: str, path: str) -> pd.Series:
+    if name not in frame.columns:
+        raise CLIError(f"{flag}: column {name!r} not in {path!r} (columns: "
+                       f"{', '.join(map(str, frame.columns))})")
+    col = frame[name].str.strip()
+    empty = col == ""
+    if empty.any():
+        row = int(np.argmax(empty.to_numpy())) + 2  # 1-based, after the header line
+        raise CLIError(f"{flag}: column {name!r} has an empty value on line {row}")
+    return col
+
+
+def _parse_counts(col: pd.Series, name: str) -> np.ndarray:
+    values = pd.to_numeric(col, errors="coerce").to_numpy(dtype=np.float64)
+    bad = ~np.isfinite(values) | (values < 0) | (values != np.floor(values))
+    if bad.any():
+        row = int(np.argmax(bad))
+        raise CLIError(f"--count-column: {name!r} must hold non-negative integers, got "
+                       f"{col.iloc[row]!r} on line {row + 2}")
+    if values.max() >= 2.0**53:
+        raise CLIError(f"--count-column: counts in {name!r} must be below 2**53")
+    return values.astype(np.int64)
+
+
+def _item_counts(args: argparse.Namespace) -> tuple[list[str], np.ndarray]:
+    frame = _read_table(args.input)
+    items = _column(frame, args.item_column, "--item-column", args.input)
+    if args.count_column is not None:
+        counts = _parse_counts(_column(frame, args.count_column, "--count-column", args.input),
+                               args.count_column)
+        dup = items.duplicated()
+        if dup.any():
+            raise CLIError(f"--count-column: item {items[dup].iloc[0]!r} appears on more than "
+                           "one row; give one row per item")
+        table = pd.Series(counts, index=items.to_numpy())
+    else:
+        users = _column(frame, args.user_column, "--user-column", args.input)
+        # The contribution model: a user adds at most one to each item's count.
+        pairs = pd.DataFrame({"user": users, "item": items}).drop_duplicates()
+        table = pairs.groupby("item", sort=False).size()
+    if args.items is not None:
+        universe = _read_universe(args.items)
+        unknown = ~table.index.isin(universe)
+        if unknown.any():
+            raise CLIError(f"--items: item {table.index[unknown][0]!r} of the input is not in "
+                           f"{args.items!r}")
+        table = table.reindex(universe, fill_value=0)
+    if table.empty:
+        raise CLIError(f"{args.input!r} has no items")
+    return [str(x) for x in table.index], table.to_numpy(dtype=np.int64)
+
+
+def _read_universe(path: str) -> list[str]:
+    if not os.path.isfile(path):
+        raise CLIError(f"--items: file {path!r} not found")
+    with open(path, encoding="utf-8") as fh:
+        names = [line.strip() for line in fh if line.strip()]
+    if len(set(names)) != len(names):
+        raise CLIError(f"--items: {path!r} lists an item twice")
+    return names
+
+
+def _mechanism(args: argparse.Namespace):
+    cls = METHODS[args.method]
+    if args.method == "cdp-peel":
+        delta = DEFAULT_DELTA if args.delta is None else args.delta
+        return cls(args.k, args.epsilon, delta, args.neighbors)
+    if args.delta is not None:
+        raise CLIError(f"--delta applies to --method cdp-peel only, not {args.method!r}")
+    return cls(k=args.k, epsilon=args.epsilon, neighbors=args.neighbors)
+
+
+def run(args: argparse.Namespace) -> int:
+    mech = _mechanism(args)  # checks k >= 1, epsilon, delta
+    if args.seed is not None and args.seed < 0:
+        raise CLIError(f"--seed must be >= 0, got {args.seed}")
+    if args.out is not None:
+        check_output_path(args.out, "--out")
+    names, counts = _item_counts(args)
+    if args.k > counts.size:
+        raise CLIError(f"--k {args.k} exceeds the number of items ({counts.size})")
+    chosen = mech.select(counts, rng=args.seed)
+    result = pd.DataFrame({"rank": np.arange(1, args.k + 1), "item": [names[i] for i in chosen]})
+    if args.out is not None:
+        write_csv_atomic(result, args.out)
+    else:
+        result.to_csv(sys.stdout, index=False)
+    print(f"fastmwem topk: {args.method}, {mech.privacy!r}, {args.neighbors} neighbours, "
+          f"{counts.size} items", file=sys.stderr)
+    return 0

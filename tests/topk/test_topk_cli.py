@@ -1,0 +1,141 @@
+"""End-to-end tests of ``fastmwem topk`` through fastmwem.cli.main."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from fastmwem.cli import main
+from fastmwem.mechanisms.topk import METHODS
+
+
+@pytest.fixture()
+def counts_csv(tmp_path):
+    path = tmp_path / "counts.csv"
+    pd.DataFrame({"film": ["a", "b", "c", "d", "e"],
+                  "votes": [50_000, 90_000, 10, 70_000, 5]}).to_csv(path, index=False)
+    return path
+
+
+@pytest.fixture()
+def raw_csv(tmp_path):
+    # Item x has one very active user (100 rows); y has three distinct users.
+    rows = [("u1", "x")] * 100 + [("u1", "y"), ("u2", "y"), ("u3", "y"), ("u2", "z")]
+    path = tmp_path / "raw.csv"
+    pd.DataFrame(rows, columns=["user", "item"]).to_csv(path, index=False)
+    return path
+
+
+@pytest.mark.parametrize("method", sorted(METHODS))
+def test_topk_cli_counts_file_every_method(counts_csv, tmp_path, method):
+    out = tmp_path / "top.csv"
+    argv = [str(counts_csv), "--k", "3", "--epsilon", "1.0", "--method", method,
+            "--item-column", "film", "--count-column", "votes", "--seed", "4", "--out", str(out)]
+    if method == "cdp-peel":
+        argv += ["--delta", "1e-7"]
+    assert main(["topk", *argv]) == 0
+    result = pd.read_csv(out, dtype=str)
+    assert list(result.columns) == ["rank", "item"]
+    assert result["rank"].tolist() == ["1", "2", "3"]
+    assert result["item"].nunique() == 3
+    assert set(result["item"]) <= set("abcde")
+    if method not in ("gamma", "laplace"):  # the huge gaps make the answer certain
+        assert result["item"].tolist() == ["b", "d", "a"]
+
+
+def test_topk_cli_raw_rows_count_each_user_once_per_item(raw_csv, capsys):
+    assert main(["topk", str(raw_csv), "--k", "2", "--epsilon", "200", "--user-column", "user",
+                 "--seed", "1"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.splitlines() == ["rank,item", "1,y", "2,x"] or \
+        captured.out.splitlines() == ["rank,item", "1,y", "2,z"]
+    assert "BoundedRange(epsilon=200)" in captured.err
+
+
+def test_topk_cli_same_seed_same_output(counts_csv, capsys):
+    argv = ["topk", str(counts_csv), "--k", "4", "--epsilon", "0.001", "--item-column", "film",
+            "--count-column", "votes", "--seed", "9"]
+    assert main(argv) == 0
+    first = capsys.readouterr().out
+    assert main(argv) == 0
+    assert capsys.readouterr().out == first
+
+
+def test_topk_cli_items_universe_adds_zero_counts(tmp_path, raw_csv, capsys):
+    universe = tmp_path / "items.txt"
+    universe.write_text("x\ny\nz\nw\nv\n")
+    assert main(["topk", str(raw_csv), "--k", "5", "--epsilon", "1", "--user-column", "user",
+                 "--items", str(universe), "--seed", "2"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert sorted(line.split(",")[1] for line in lines[1:]) == ["v", "w", "x", "y", "z"]
+
+
+@pytest.mark.parametrize("extra,message", [
+    (["--k", "0"], "k must be >= 1"),
+    (["--k", "6"], "exceeds the number of items"),
+    (["--epsilon", "0"], "epsilon"),
+    (["--epsilon", "nan"], "epsilon"),
+    (["--delta", "1e-6"], "--delta applies to --method cdp-peel only"),
+    (["--method", "cdp-peel", "--delta", "1.5"], "delta"),
+    (["--count-column", "nope"], "column 'nope' not in"),
+    (["--item-column", "nope"], "column 'nope' not in"),
+    (["--seed", "-3"], "--seed"),
+])
+def test_topk_cli_bad_arguments(counts_csv, tmp_path, capsys, extra, message):
+    out = tmp_path / "never.csv"
+    base = {"--k": "2", "--epsilon": "1", "--item-column": "film", "--count-column": "votes"}
+    for flag, value in zip(extra[::2], extra[1::2]):
+        base[flag] = value
+    argv = ["topk", str(counts_csv), "--out", str(out)]
+    for flag, value in base.items():
+        argv += [flag, value]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("rows,message", [
+    ("film,votes\na,3\nb,-1\n", "non-negative integers"),
+    ("film,votes\na,3\nb,2.5\n", "non-negative integers"),
+    ("film,votes\na,3\nb,\n", "empty value"),
+    ("film,votes\na,3\na,4\n", "more than one row"),
+    ("film,votes\na,3\nb,lots\n", "non-negative integers"),
+    ("", "cannot read"),
+])
+def test_topk_cli_bad_counts_file(tmp_path, capsys, rows, message):
+    path = tmp_path / "bad.csv"
+    path.write_text(rows)
+    out = tmp_path / "never.csv"
+    code = main(["topk", str(path), "--k", "1", "--epsilon", "1", "--item-column", "film",
+                 "--count-column", "votes", "--out", str(out)])
+    assert code == 2
+    assert message in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_topk_cli_missing_input_and_bad_out_dir(tmp_path, counts_csv, capsys):
+    assert main(["topk", str(tmp_path / "none.csv"), "--k", "1", "--epsilon", "1",
+                 "--count-column", "votes"]) == 2
+    assert "not found" in capsys.readouterr().err
+    assert main(["topk", str(counts_csv), "--k", "1", "--epsilon", "1", "--item-column",
+                 "film", "--count-column", "votes", "--out",
+                 str(tmp_path / "no" / "such" / "dir.csv")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+
+
+def test_topk_cli_needs_a_source_column(counts_csv, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["topk", str(counts_csv), "--k", "1", "--epsilon", "1"])
+    assert info.value.code == 2
+    with pytest.raises(SystemExit):
+        main(["topk", str(counts_csv), "--k", "1", "--epsilon", "1", "--count-column", "votes",
+              "--user-column", "film"])
+
+
+def test_topk_cli_items_file_must_cover_the_data(tmp_path, raw_csv, capsys):
+    universe = tmp_path / "items.txt"
+    universe.write_text("x\ny\n")
+    assert main(["topk", str(raw_csv), "--k", "1", "--epsilon", "1", "--user-column", "user",
+                 "--items", str(universe)]) == 2
+    assert "'z'" in capsys.readouterr().err
