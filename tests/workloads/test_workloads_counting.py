@@ -48,7 +48,7 @@ def test_padding_bits_are_zero_and_rows_have_domain_length() -> None:
 
 def test_tiles_cover_rows_and_columns_beyond_one_tile() -> None:
     # More cells than one column tile and more queries than one row tile.
-    d = Domain(["a", "b"], [3, 8 * counting_module._BYTES // 2 + 5])
+    d = Domain(["a", "b"], [3, 8 * counting_module._COLS + 5])
     n = counting_module._ROWS + 7
     w = RandomCountingQueries(d, n, rng=2)
     h = np.random.default_rng(3).random(d.size)
