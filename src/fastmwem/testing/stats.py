@@ -24,7 +24,9 @@ def chi_square_pvalue(counts: np.ndarray, probabilities: np.ndarray, *,
     is merged into the smallest remaining bin if it is still too small, so the asymptotic
     chi-square law is trustworthy and no observation is ever dropped (excess mass on rare outcomes
     still counts against the law). An observation in an outcome of probability zero gives p-value
-    0. With fewer than two bins left there is nothing to test and the p-value is 1.
+    0. When a single outcome carries all but a pooled rare bin, the rare bin's count is tested by
+    an exact two-sided binomial test instead; with a single outcome there is nothing to test and
+    the p-value is 1.
     """
     counts = np.asarray(counts, dtype=np.float64)
     probs = np.asarray(probabilities, dtype=np.float64)
@@ -37,6 +39,9 @@ def chi_square_pvalue(counts: np.ndarray, probabilities: np.ndarray, *,
     big = expected >= min_expected
     obs = list(counts[big])
     exp = list(expected[big])
+    if big.sum() == 1 and (~big).any():
+        rare = int(counts[~big].sum())
+        return float(stats.binomtest(rare, int(total), float(probs[~big].sum() / probs.sum())).pvalue)
     if (~big).any():
         if expected[~big].sum() >= min_expected or not obs:
             obs.append(counts[~big].sum())
