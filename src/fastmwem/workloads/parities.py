@@ -125,9 +125,9 @@ class Parities(LinearWorkload):
         binary.
         """
         check_domain(domain)
-        kk = check_int(k, "k", minimum=0 if include_lower else 1, maximum=len(domain))
         if not isinstance(include_lower, (bool, np.bool_)):
             raise TypeError(f"include_lower must be a bool, got {type(include_lower).__name__}")
+        kk = check_int(k, "k", minimum=0 if include_lower else 1, maximum=len(domain))
         for a, n in zip(domain.attributes, domain.shape):
             if n != 2:
                 raise ValueError(f"parity queries need binary attributes: attribute {a!r} has {n} values")
