@@ -270,7 +270,8 @@ def advanced_composition(epsilon0: object, rounds: int, delta_prime: object) -> 
     e0 = float(exact(epsilon0, "epsilon0"))
     t = check_int(rounds, "rounds", minimum=1)
     d_exact = exact(delta_prime, "delta_prime")
-    d = float(d_exact)
+    # The returned delta is a cost: never let it underflow to 0.0 (a claim of pure DP).
+    d = max(float(d_exact), math.ulp(0.0))
     if d_exact >= 1:
         raise ValueError(f"delta_prime must be < 1, got {d}")
     value = e0 * math.sqrt(2.0 * t * _log_inverse(d_exact)) + t * e0 * math.expm1(e0)

@@ -206,6 +206,20 @@ def test_advanced_composition_closed_form(eps0, rounds, delta):
         assert round(got, 6) == 0.535702
 
 
+def test_extreme_deltas_stay_on_the_safe_side():
+    tiny = Fraction(1, 10**400)  # below the float range
+    ref = _ref_zcdp_to_dp(0.5, tiny)
+    got = zcdp_to_approx_dp(0.5, tiny)
+    assert Decimal(got) >= ref and Decimal(got) <= ref * (1 + Decimal("1e-9"))
+    assert _ref_zcdp_to_dp(approx_dp_to_zcdp_budget(1, tiny), tiny) <= 1
+    eps, delta = advanced_composition(0.01, 100, tiny)
+    assert delta > 0  # a delta cost never underflows to "pure DP"
+    assert Decimal(eps) >= _ref_advanced(0.01, 100, tiny)
+    near_one = 1 - 1e-12
+    assert Decimal(zcdp_to_approx_dp(0.5, near_one)) >= _ref_zcdp_to_dp(0.5, near_one)
+    assert _ref_zcdp_to_dp(approx_dp_to_zcdp_budget(1, near_one), near_one) <= 1
+
+
 def test_zcdp_to_approx_dp_closed_form():
     # rho = 0.5, delta = 1e-6: 0.5 + 2 sqrt(0.5 * 6 ln 10)
     assert zcdp_to_approx_dp(0.5, 1e-6) == pytest.approx(0.5 + 2 * math.sqrt(0.5 * 6 * math.log(10)))
