@@ -8,6 +8,7 @@ and on neighbouring score vectors the log-probability ratio never exceeds epsilo
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -170,3 +171,29 @@ def test_select_does_not_modify_its_input(cls, scores, seed):
     copy = values.copy()
     cls(epsilon=1.0).select(values, rng=seed)
     np.testing.assert_array_equal(values, copy)
+
+
+class _FixedCoins(np.random.Generator):
+    """A generator whose uniform draws are all one fixed value (to hit the ends of [0, 1))."""
+
+    def __init__(self, value: float) -> None:
+        super().__init__(np.random.PCG64(0))
+        self.value = value
+
+    def random(self, size=None, dtype=np.float64, out=None):
+        return np.full(size, self.value)
+
+
+def test_pf_coin_at_zero_and_just_below_one():
+    # A candidate accepts when its uniform coin falls in a set of probability p (its acceptance
+    # probability). U = 0 is a legal draw and must not warn (no log(0)); at either end of [0, 1)
+    # the answer is still a candidate with positive probability.
+    mech = PermuteAndFlip(epsilon=1.0)
+    scores = [0.0, 1.0, 2.0, 2.0 - 1e-9]
+    seen = set()
+    for value in (0.0, math.nextafter(1.0, 0.0)):
+        for seed in range(10):
+            g = _FixedCoins(value)
+            g.bit_generator.state = np.random.PCG64(seed).state
+            seen.add(_quiet(mech.select, scores, rng=g))
+    assert seen <= {0, 1, 2, 3} and 2 in seen
