@@ -20,6 +20,19 @@ from fastmwem.mechanisms import ExponentialMechanism, PermuteAndFlip
 
 MECHANISMS = [ExponentialMechanism, PermuteAndFlip]
 PROFILE = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# The spec's nightly size for property tests.
+PROFILE_LONG = settings(max_examples=2000, deadline=None,
+                        suppress_health_check=[HealthCheck.too_slow])
+
+
+def property_test(**strategies):
+    """``given(**strategies)`` at the default size, plus a ``<name>_long`` slow-tier twin."""
+
+    def register(fn):
+        globals()[fn.__name__ + "_long"] = pytest.mark.slow(PROFILE_LONG(given(**strategies)(fn)))
+        return PROFILE(given(**strategies)(fn))
+
+    return register
 
 scores_st = st.lists(st.floats(-1e300, 1e300, allow_nan=False, allow_infinity=False),
                      min_size=1, max_size=40)
@@ -34,8 +47,7 @@ def _quiet(fn, *args, **kwargs):
         return fn(*args, **kwargs)
 
 
-@PROFILE
-@given(cls=mech_st, scores=scores_st, eps=eps_st, sens=sens_st, mono=st.booleans(),
+@property_test(cls=mech_st, scores=scores_st, eps=eps_st, sens=sens_st, mono=st.booleans(),
        seed=st.integers(0, 2**32 - 1))
 def test_select_returns_a_valid_index_without_warnings(cls, scores, eps, sens, mono, seed):
     mech = cls(epsilon=eps, sensitivity=sens, monotonic=mono)
@@ -48,8 +60,7 @@ def test_select_returns_a_valid_index_without_warnings(cls, scores, eps, sens, m
         assert probs[i] > 0 or np.isclose(probs.max(), 1.0)
 
 
-@PROFILE
-@given(cls=mech_st, scores=st.lists(st.floats(-1e300, 1e300), min_size=1, max_size=25),
+@property_test(cls=mech_st, scores=st.lists(st.floats(-1e300, 1e300), min_size=1, max_size=25),
        eps=eps_st, sens=sens_st)
 def test_probabilities_finite_and_normalised(cls, scores, eps, sens):
     probs = _quiet(cls(epsilon=eps, sensitivity=sens).probabilities, scores)
@@ -61,8 +72,7 @@ def test_probabilities_finite_and_normalised(cls, scores, eps, sens):
     assert probs[int(np.argmax(scores))] == pytest.approx(probs.max(), rel=1e-9)
 
 
-@PROFILE
-@given(cls=mech_st,
+@property_test(cls=mech_st,
        mantissas=st.lists(st.integers(-(2**50), 2**50), min_size=1, max_size=25),
        shift=st.integers(-(2**50), 2**50), exponent=st.integers(-60, 940),
        eps=eps_st, sens=st.floats(1e-6, 1e6))
@@ -77,8 +87,7 @@ def test_law_is_shift_invariant(cls, mantissas, shift, exponent, eps, sens):
                                _quiet(mech.probabilities, scores), rtol=1e-12, atol=1e-300)
 
 
-@PROFILE
-@given(cls=mech_st, scores=st.lists(st.floats(-1e6, 1e6), min_size=2, max_size=12),
+@property_test(cls=mech_st, scores=st.lists(st.floats(-1e6, 1e6), min_size=2, max_size=12),
        eps=st.floats(1e-3, 10.0), data=st.data())
 def test_law_is_permutation_equivariant(cls, scores, eps, data):
     perm = data.draw(st.permutations(range(len(scores))))
@@ -88,16 +97,14 @@ def test_law_is_permutation_equivariant(cls, scores, eps, data):
     np.testing.assert_allclose(permuted, probs[list(perm)], rtol=1e-9, atol=1e-300)
 
 
-@PROFILE
-@given(cls=mech_st, value=st.floats(-1e300, 1e300), n=st.integers(1, 40), eps=eps_st,
+@property_test(cls=mech_st, value=st.floats(-1e300, 1e300), n=st.integers(1, 40), eps=eps_st,
        sens=sens_st)
 def test_ties_are_uniform(cls, value, n, eps, sens):
     probs = _quiet(cls(epsilon=eps, sensitivity=sens).probabilities, [value] * n)
     np.testing.assert_allclose(probs, np.full(n, 1.0 / n), rtol=1e-12)
 
 
-@PROFILE
-@given(cls=mech_st, scores=st.lists(st.floats(-1e300, 1e300), min_size=1, max_size=40,
+@property_test(cls=mech_st, scores=st.lists(st.floats(-1e300, 1e300), min_size=1, max_size=40,
                                     unique=True),
        seed=st.integers(0, 2**32 - 1), mono=st.booleans())
 def test_huge_epsilon_returns_the_argmax(cls, scores, seed, mono):
@@ -145,8 +152,7 @@ def test_em_log_probabilities_are_consistent():
     np.testing.assert_allclose(np.exp(logp), mech.probabilities(scores))
 
 
-@PROFILE
-@given(scores=st.lists(st.floats(-30.0, 30.0), min_size=1, max_size=8), eps=st.floats(1e-3, 5.0),
+@property_test(scores=st.lists(st.floats(-30.0, 30.0), min_size=1, max_size=8), eps=st.floats(1e-3, 5.0),
        data=st.data(), cls=mech_st, mono=st.booleans())
 def test_log_ratio_on_neighbours_is_at_most_epsilon(scores, eps, data, cls, mono):
     n = len(scores)
@@ -164,8 +170,7 @@ def test_log_ratio_on_neighbours_is_at_most_epsilon(scores, eps, data, cls, mono
     assert loss <= eps * (1 + 1e-9) + 1e-12
 
 
-@PROFILE
-@given(cls=mech_st, scores=scores_st, seed=st.integers(0, 2**32 - 1))
+@property_test(cls=mech_st, scores=scores_st, seed=st.integers(0, 2**32 - 1))
 def test_select_does_not_modify_its_input(cls, scores, seed):
     values = np.array(scores)
     copy = values.copy()
