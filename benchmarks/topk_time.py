@@ -114,7 +114,7 @@ def plot(result: dict, path: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, ax = plt.subplots(figsize=(9, 4.5))
     for method, rows in result["times"].items():
         ks = [r["k"] for r in rows]
         ax.plot(ks, [r["median"] for r in rows], marker="o", ms=3, label=method)
@@ -127,7 +127,7 @@ def plot(result: dict, path: str) -> None:
     ax.set_xlabel("k")
     ax.set_ylabel("seconds (median)")
     ax.set_title(f"Top-k time, d = {D:,}, eps = {EPSILON}")
-    ax.legend(fontsize=7, ncol=2)
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
     fig.tight_layout()
     fig.savefig(path, dpi=120)
 
@@ -145,7 +145,8 @@ def main() -> None:
                    "total": int(counts.sum()), "max": int(counts.max()),
                    "share_of_ones": float(np.mean(counts == 1))},
         "machine": {"python": platform.python_version(), "numpy": np.__version__,
-                    "cpus": os.cpu_count(), "platform": platform.platform()},
+                    "cpus": os.cpu_count(), "platform": platform.platform(),
+                    "load_average_at_start": list(os.getloadavg())},
         "times": {}, "peak_memory_k200": {}, "peers_from_spec": PEERS,
     }
     for method in METHODS:
@@ -155,6 +156,7 @@ def main() -> None:
             rows.append(row)
             print(f"{method:13s} k={k:3d} median {row['median']:.4f} s", flush=True)
         result["times"][method] = rows
+    result["machine"]["load_average_after_timing"] = list(os.getloadavg())
     for method in ("joint", "pnf-joint", "pruned-joint"):
         result["peak_memory_k200"][method] = peak_memory(method, 200)
         print(method, "peak", result["peak_memory_k200"][method], flush=True)
