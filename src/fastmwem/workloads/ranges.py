@@ -56,17 +56,17 @@ def _prefix_sums(arr: np.ndarray, reverse: bool = False) -> np.ndarray:
         left = int(np.prod(shape[:axis], dtype=np.int64))
         right = int(np.prod(shape[axis + 1:], dtype=np.int64))
         v = arr.reshape(left, n, right)
-        if n == 2:
-            # A single add is much faster than a strided cumsum over a length-2 axis.
-            if reverse:
-                v[:, 0, :] += v[:, 1, :]
-            else:
-                v[:, 1, :] += v[:, 0, :]
-        elif reverse:
-            r = v[:, ::-1, :]
+        if right == 1 or left * right < 64:
+            # Along the contiguous last axis numpy's cumsum is fast.
+            r = v[:, ::-1, :] if reverse else v
             np.cumsum(r, axis=1, out=r)
         else:
-            np.cumsum(v, axis=1, out=v)
+            # Along an outer axis numpy's cumsum walks strided columns (about 30 ns a cell);
+            # adding whole slabs one after the other is several times faster.
+            steps = range(n - 2, -1, -1) if reverse else range(1, n)
+            for i in steps:
+                prev = i + 1 if reverse else i - 1
+                v[:, i, :] += v[:, prev, :]
     return arr
 
 
