@@ -101,10 +101,15 @@ def metropolis_steps(beta: float, delta: float, epsilon: float) -> int:
     if b == 1.0:
         return 1
     m = max(0, math.ceil((math.log(d) - float(np.logaddexp(0.0, eps))) / math.log1p(-b)))
-    # Guard the ceiling against rounding in the logarithms.
-    while metropolis_delta(b, m, eps) > d:
+    # Guard the ceiling against rounding in the logarithms (a few steps at most; beyond 2^52
+    # consecutive m give the same float and the ceiling is as good as it gets).
+    for _ in range(8):
+        if metropolis_delta(b, m, eps) <= d:
+            break
         m += 1
-    while m > 0 and metropolis_delta(b, m - 1, eps) <= d:
+    for _ in range(8):
+        if m == 0 or metropolis_delta(b, m - 1, eps) > d:
+            break
         m -= 1
     return m
 
