@@ -140,3 +140,18 @@ def test_multiply_group_flips_the_factor_on_odd_cells() -> None:
     odd = (codes[0] + codes[2]) % 2 == 1
     np.testing.assert_allclose(h[odd], np.exp(-0.5))
     np.testing.assert_allclose(h[~odd], np.exp(0.5))
+
+
+@pytest.mark.parametrize("u", [16, 17, 19])
+def test_walsh_hadamard_blocked_path_on_long_vectors(u: int) -> None:
+    # Beyond 2^15 cells the transform runs blockwise; check entries from the definition.
+    x = np.random.default_rng(u).normal(size=1 << u)
+    y = walsh_hadamard(x)
+    cells = np.arange(1 << u)
+    for s in np.random.default_rng(u + 1).integers(0, 1 << u, size=5):
+        parity = cells & int(s)
+        for shift in (16, 8, 4, 2, 1):
+            parity = parity ^ (parity >> shift)
+        parity &= 1
+        assert y[s] == pytest.approx(np.sum(np.where(parity == 0, x, -x)), abs=1e-8)
+    np.testing.assert_allclose(walsh_hadamard(y), (1 << u) * x, atol=1e-6)
