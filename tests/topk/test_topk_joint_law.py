@@ -32,6 +32,8 @@ JOINT_CASES = [
     ([9, 7, 7, 4, 0], 3, 0.05, "add-remove", 0),           # tiny eps, almost all mass in the tail
     ([9, 7, 7, 4, 0], 3, 0.4, "add-remove", 2),            # tail beyond the cap carries mass
     ([12, 2, 2, 2, 1, 0], 2, 0.3, "replace", 1),
+    ([0, 100, 100, 300, 130, 230], 2, 0.02, "add-remove", None),  # sparse error levels
+    ([0, 100, 100, 300, 130, 230], 2, 0.02, "replace", 150),       # sparse levels + tail
 ]
 
 

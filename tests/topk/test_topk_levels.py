@@ -10,6 +10,7 @@ import pytest
 from fastmwem.mechanisms.topk._levels import (
     SortedCounts,
     default_level_cap,
+    error_levels,
     level_log_masses,
     level_row,
     sequence_in_cell,
@@ -36,7 +37,7 @@ CASES = [([5, 3, 3, 1, 0], 3), ([4, 4, 4, 4], 2), ([0, 0, 0], 3), ([9, 1, 7, 7, 
 def test_topk_level_counts_match_enumeration(counts, k):
     sc = SortedCounts(np.array(counts, dtype=np.int64), k)
     brute = _brute(counts, k)
-    masses = np.exp(level_log_masses(sc, sc.span))
+    masses = np.exp(level_log_masses(sc, np.arange(sc.span + 1)))
     for e in range(sc.span + 1):
         expected = sum(n for (lev, _), n in brute.items() if lev == e)
         assert masses[e] == pytest.approx(expected, rel=1e-12, abs=0)
@@ -74,3 +75,19 @@ def test_topk_default_cap_is_capped_by_the_range():
     big = SortedCounts(np.arange(0, 10**9, 10**5, dtype=np.int64), 3)
     cap = default_level_cap(big, 0.5, 1e-10)
     assert 0 < cap < big.span
+
+
+def test_topk_sparse_levels_agree_with_the_dense_table():
+    # Few distinct counts over a wide range: only differences of counts can carry sequences.
+    rng = np.random.default_rng(8)
+    counts = rng.choice([0, 700, 1500, 1501, 4000, 9000], size=40)
+    sc = SortedCounts(counts.astype(np.int64), 5)
+    sparse = error_levels(sc, sc.span)
+    assert sparse.size < (sc.span + 1) // 2
+    dense = level_log_masses(sc, np.arange(sc.span + 1))
+    assert np.all(np.isneginf(np.delete(dense, sparse)))
+    np.testing.assert_allclose(level_log_masses(sc, sparse), dense[sparse], rtol=1e-12)
+    # The input of the sparse exact-law cases in test_topk_joint_law.py takes this path.
+    small = SortedCounts(np.array([0, 100, 100, 300, 130, 230], dtype=np.int64), 2)
+    assert error_levels(small, small.span).size < 20
+    assert error_levels(small, 150).size < 20

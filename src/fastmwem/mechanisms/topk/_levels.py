@@ -22,7 +22,7 @@ import math
 
 import numpy as np
 
-__all__ = ["SortedCounts", "level_log_masses", "level_row", "sequence_in_cell",
+__all__ = ["SortedCounts", "error_levels", "level_log_masses", "level_row", "sequence_in_cell",
            "uniform_sequence", "log_num_sequences", "default_level_cap"]
 
 # Cells of the (levels x k) table handled per chunk; bounds the working memory (~6 arrays of
@@ -77,22 +77,53 @@ def default_level_cap(sc: SortedCounts, lam: float, beta: float) -> int:
     return min(sc.span, max(0, math.ceil(need)))
 
 
-def _tables(sc: SortedCounts, e0: int, e1: int) -> tuple[np.ndarray, np.ndarray]:
-    """Prefix sizes ``T`` for levels ``e0-1 .. e1-1`` and the log-count rows for ``e0 .. e1-1``.
+def error_levels(sc: SortedCounts, last: int) -> np.ndarray:
+    """The error levels in ``0 .. last`` that can hold a sequence, sorted (a superset).
 
-    ``T[j, i] = t_i(e0 - 1 + j)``; ``rows[e - e0, p] = ln #(e, p)`` (``-inf`` for no sequence).
+    A sequence with error exactly ``e`` has a position ``p < k`` whose item has count
+    ``c[p] - e``, so only differences between a top-k count and a count value matter. When
+    there are fewer such differences than levels (a wide count range at small epsilon), the
+    table is built on them alone; otherwise on the dense range, which is cheaper to build.
+    """
+    if last < 64:
+        return np.arange(last + 1, dtype=np.int64)
+    values = sc.asc[np.concatenate(([True], sc.asc[1:] != sc.asc[:-1]))]
+    tops = np.unique(sc.top)
+    lo = np.searchsorted(values, tops - last, side="left")
+    hi = np.searchsorted(values, tops, side="right")
+    total = int((hi - lo).sum())
+    if 2 * total >= last + 1:
+        return np.arange(last + 1, dtype=np.int64)
+    owner = np.repeat(np.arange(tops.size), hi - lo)
+    offset = np.arange(total) - np.repeat(np.cumsum(hi - lo) - (hi - lo), hi - lo)
+    return np.unique(tops[owner] - values[lo[owner] + offset])
+
+
+def _tables(sc: SortedCounts, levels: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Prefix sizes at ``e - 1`` and ``e``, and the log-count rows, for each ``e`` in ``levels``.
+
+    ``t_prev[j, i] = t_i(levels[j] - 1)``, ``t_cur[j, i] = t_i(levels[j])`` and
+    ``rows[j, p] = ln #(levels[j], p)`` (``-inf`` for no sequence).
     """
     k = sc.k
-    lev = np.arange(e0 - 1, e1, dtype=np.int64)
-    T = sc.at_least(sc.top[None, :] - lev[:, None])
+    ar = np.arange(k)
     with np.errstate(divide="ignore"):  # log(0) = -inf marks an empty choice
-        F = np.log(np.maximum(T - np.arange(k), 0).astype(np.float64))
-        G = np.log((T[1:] - T[:-1]).astype(np.float64))
-    rows = G
+        if levels.size and levels[-1] - levels[0] == levels.size - 1:
+            # Consecutive levels share their prefix sizes: e - 1 of one is e of the previous.
+            lev = np.arange(levels[0] - 1, levels[-1] + 1, dtype=np.int64)
+            T = sc.at_least(sc.top[None, :] - lev[:, None])
+            F = np.log(np.maximum(T - ar, 0).astype(np.float64))
+            t_prev, t_cur, f_prev, f_cur = T[:-1], T[1:], F[:-1], F[1:]
+        else:
+            t_prev = sc.at_least(sc.top[None, :] - (levels - 1)[:, None])
+            t_cur = sc.at_least(sc.top[None, :] - levels[:, None])
+            f_prev = np.log(np.maximum(t_prev - ar, 0).astype(np.float64))
+            f_cur = np.log(np.maximum(t_cur - ar, 0).astype(np.float64))
+        rows = np.log((t_cur - t_prev).astype(np.float64))
     if k > 1:
-        rows[:, 1:] += np.cumsum(F[:-1, :-1], axis=1)
-        rows[:, :-1] += np.cumsum(F[1:, :0:-1], axis=1)[:, ::-1]
-    return T, rows
+        rows[:, 1:] += np.cumsum(f_prev[:, :-1], axis=1)
+        rows[:, :-1] += np.cumsum(f_cur[:, :0:-1], axis=1)[:, ::-1]
+    return t_prev, t_cur, rows
 
 
 def _logsumexp_rows(rows: np.ndarray) -> np.ndarray:
@@ -105,20 +136,20 @@ def _logsumexp_rows(rows: np.ndarray) -> np.ndarray:
     return out
 
 
-def level_log_masses(sc: SortedCounts, last: int) -> np.ndarray:
-    """``ln #{S : e(S) = e}`` for ``e = 0 .. last`` (``-inf`` where there is none)."""
-    out = np.empty(last + 1)
+def level_log_masses(sc: SortedCounts, levels: np.ndarray) -> np.ndarray:
+    """``ln #{S : e(S) = e}`` for each ``e`` in ``levels`` (``-inf`` where there is none)."""
+    out = np.empty(levels.size)
     step = max(1, _CHUNK_CELLS // sc.k)
-    for e0 in range(0, last + 1, step):
-        e1 = min(last + 1, e0 + step)
-        out[e0:e1] = _logsumexp_rows(_tables(sc, e0, e1)[1])
+    for j0 in range(0, levels.size, step):
+        j1 = min(levels.size, j0 + step)
+        out[j0:j1] = _logsumexp_rows(_tables(sc, levels[j0:j1])[2])
     return out
 
 
 def level_row(sc: SortedCounts, e: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(t(e-1), t(e), ln #(e, .))`` for one level."""
-    T, rows = _tables(sc, e, e + 1)
-    return T[0], T[1], rows[0]
+    t_prev, t_cur, rows = _tables(sc, np.array([e], dtype=np.int64))
+    return t_prev[0], t_cur[0], rows[0]
 
 
 def _partial_fisher_yates(picks: np.ndarray) -> np.ndarray:

@@ -14,6 +14,7 @@ import numpy as np
 
 from fastmwem.mechanisms.topk._levels import (
     SortedCounts,
+    error_levels,
     level_log_masses,
     level_row,
     log_num_sequences,
@@ -51,8 +52,8 @@ def sample_joint(sc: SortedCounts, lam: float, last: int, rng: np.random.Generat
     ``exp(-lam (e - last - 1))``; otherwise it starts again. Every sequence then comes out of an
     attempt with probability ``exp(-lam e(S)) / (H + B)``, which is the law exactly.
     """
-    levels = np.arange(last + 1)
-    logw = level_log_masses(sc, last) - lam * levels
+    levels = error_levels(sc, last)
+    logw = level_log_masses(sc, levels) - lam * levels
     log_head = _logsumexp(logw)
     if last >= sc.span:
         p_tail = 0.0
@@ -66,7 +67,7 @@ def sample_joint(sc: SortedCounts, lam: float, last: int, rng: np.random.Generat
             if err > last and rng.random() < math.exp(-lam * (err - last - 1)):
                 return seq
             continue
-        return _cell_sequence(sc, _gumbel_argmax(logw, rng), rng)
+        return _cell_sequence(sc, int(levels[_gumbel_argmax(logw, rng)]), rng)
 
 
 def _max_expo(log_m: np.ndarray, lam: float, rng: np.random.Generator) -> np.ndarray:
@@ -134,13 +135,14 @@ def sample_pnf_joint(sc: SortedCounts, lam: float, last: int,
     kept with probability ``exp(-lam (e(S) - last - 1))``. A kept one has noisy value ``v`` plus a
     fresh Expo(lam) (memorylessness), and the largest value wins.
     """
-    levels = np.arange(last + 1)
-    log_m = level_log_masses(sc, last)
-    noisy = np.full(last + 1, -np.inf)
+    levels = error_levels(sc, last)
+    log_m = level_log_masses(sc, levels)
+    noisy = np.full(levels.size, -np.inf)
     ok = np.isfinite(log_m)
     noisy[ok] = _max_expo(log_m[ok], lam, rng) - levels[ok]
-    best_level = int(np.argmax(noisy))
-    best = float(noisy[best_level])
+    best_index = int(np.argmax(noisy))
+    best_level = int(levels[best_index])
+    best = float(noisy[best_index])
     if last < sc.span:
         log_n = log_num_sequences(sc.d, sc.k)
         n_exact = math.perm(sc.d, sc.k) if log_n < 600 else None
@@ -173,8 +175,8 @@ def sample_pruned_joint(sc: SortedCounts, lam: float, tau: int,
     rejection from uniform sequences.
     """
     head_last = min(tau - 1, sc.span)
-    levels = np.arange(head_last + 1)
-    logw = level_log_masses(sc, head_last) - lam * levels
+    levels = error_levels(sc, head_last)
+    logw = level_log_masses(sc, levels) - lam * levels
     if tau <= sc.span:
         t = sc.at_least(sc.top - (tau - 1))
         below = math.prod(int(x) for x in (t - np.arange(sc.k)))
@@ -182,8 +184,8 @@ def sample_pruned_joint(sc: SortedCounts, lam: float, tau: int,
         log_clip = math.log(clipped) - lam * tau if clipped > 0 else -math.inf
         logw = np.append(logw, log_clip)
     choice = _gumbel_argmax(logw, rng)
-    if choice <= head_last:
-        return _cell_sequence(sc, choice, rng)
+    if choice < levels.size:
+        return _cell_sequence(sc, int(levels[choice]), rng)
     while True:
         seq = uniform_sequence(sc.d, sc.k, rng)
         if sc.error(seq) >= tau:
