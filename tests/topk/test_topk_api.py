@@ -138,3 +138,12 @@ def test_topk_pruned_tau_is_data_independent():
     mech = PrunedJointTopK(5, 1.0, beta=1e-6)
     assert mech.tau(1000) == mech.tau(1000)
     assert mech.tau(1000) < mech.tau(100_000)
+
+
+@pytest.mark.parametrize("name", sorted(METHODS))
+@pytest.mark.parametrize("counts,k", [([0], 1), ([0, 0, 0], 3), ([5, 1, 9], 3), ([7, 7], 1),
+                                      (list(range(300)), 300)])
+def test_topk_edge_sizes(name, counts, k):
+    out = METHODS[name](k, 1.0).select(counts, rng=3)
+    assert out.dtype.kind == "i" and out.shape == (k,)
+    assert len(set(out.tolist())) == k

@@ -91,8 +91,11 @@ class JointTopK(_JointBase):
     level in log space, with exact integer comparisons of counts; error levels beyond
     ``level_cap`` (default: Wu and Zhang's threshold for a 1e-10 tail bound, capped by the
     count range) are reached lazily by exact rejection, so the law is exactly Joint's for every
-    ``level_cap`` and only the speed depends on it. Expected time O(d log d + k^2 ln(d)/eps),
-    memory O(d + k) plus a bounded chunk of the level table.
+    ``level_cap`` and only the speed depends on it (a cap far below the default makes the
+    rejection step slow; it exists for tuning and testing). Expected time
+    O(d log d + k^2 ln(d)/eps), and no more than k times the number of distinct count
+    differences when the count range is wide; memory O(d + k) plus a bounded chunk of the
+    level table.
 
     >>> JointTopK(k=2, epsilon=50.0).select([3, 90, 7, 60], rng=0).tolist()
     [1, 3]
