@@ -101,3 +101,21 @@ def test_answer_transpose_rejects_non_finite_weights() -> None:
     w = MatrixWorkload(D, np.ones((2, 6)))
     with pytest.raises(ValueError, match="weights"):
         w.answer_transpose([1.0, np.nan])
+
+
+def test_chunked_dense_checks_match_whole_matrix(monkeypatch: pytest.MonkeyPatch) -> None:
+    from fastmwem.workloads import matrix as matrix_module
+
+    d = Domain(["a", "b"], [4, 5])
+    m = np.random.default_rng(0).normal(size=(23, d.size))
+    monkeypatch.setattr(matrix_module, "_CHUNK_ENTRIES", 45)  # two rows per chunk
+    groups = [0, 1, 6, 7, 23]
+    w = MatrixWorkload(d, m, groups=groups)
+    expected = [np.abs(m[a:b]).sum(axis=0).max() for a, b in zip(groups[:-1], groups[1:])]
+    np.testing.assert_allclose(w.group_sensitivity, expected, rtol=1e-12)
+    np.testing.assert_allclose(MatrixWorkload(d, m).group_sensitivity, np.abs(m).max(axis=1))
+    assert w.query_sensitivity == np.abs(m).max()
+    bad = m.copy()
+    bad[20, 3] = np.inf
+    with pytest.raises(ValueError, match="finite"):
+        MatrixWorkload(d, bad)

@@ -38,6 +38,33 @@ def _check_offsets(groups: object, n_queries: int) -> np.ndarray:
     return arr.astype(np.int64)
 
 
+# Dense checks go through the matrix in row chunks of about this many entries, so that |matrix|
+# and the finiteness mask never exist as whole copies of a large matrix.
+_CHUNK_ENTRIES = 1 << 21
+
+
+def _all_finite(values: np.ndarray) -> bool:
+    if values.ndim != 2:
+        return bool(np.all(np.isfinite(values)))
+    step = max(1, _CHUNK_ENTRIES // max(values.shape[1], 1))
+    return all(np.all(np.isfinite(values[i:i + step])) for i in range(0, values.shape[0], step))
+
+
+def _dense_group_sensitivity(mat: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """``max_x sum_{q in g} |mat[q, x]|`` for every group, a few rows at a time."""
+    step = max(1, _CHUNK_ENTRIES // max(mat.shape[1], 1))
+    if offsets.size - 1 == mat.shape[0]:  # one row per group
+        return np.concatenate([np.abs(mat[i:i + step]).max(axis=1) for i in range(0, mat.shape[0], step)])
+    out = np.empty(offsets.size - 1)
+    for g in range(offsets.size - 1):
+        start, stop = int(offsets[g]), int(offsets[g + 1])
+        sums = np.zeros(mat.shape[1])
+        for i in range(start, stop, step):
+            sums += np.abs(mat[i:min(i + step, stop)]).sum(axis=0)
+        out[g] = sums.max()
+    return out
+
+
 class MatrixWorkload(LinearWorkload):
     """Queries given as the rows of an explicit ``n_queries x domain.size`` matrix.
 
@@ -95,29 +122,31 @@ class MatrixWorkload(LinearWorkload):
             )
         if mat.shape[0] < 1:
             raise ValueError("matrix must have at least one row (query)")
-        if not np.all(np.isfinite(values)):
+        if not _all_finite(values):
             raise ValueError("matrix entries must be finite")
         self.matrix = mat
         n = int(mat.shape[0])
         self._offsets = np.arange(n + 1, dtype=np.int64) if groups is None else _check_offsets(groups, n)
-        absm = abs(mat)
-        self._query_sensitivity = float(values.size and np.max(np.abs(values)))
-        if groups is None:
-            self._group_sens = (
-                np.asarray(absm.max(axis=1).toarray()).reshape(-1) if self.sparse
-                else absm.max(axis=1)
-            ).astype(np.float64)
-        elif self.sparse:
-            # Sum |rows| within each group with a sparse 0/1 group-indicator product.
-            sizes = np.diff(self._offsets)
-            indicator = sp.csr_array(
-                (np.ones(n), np.arange(n), np.concatenate([[0], np.cumsum(sizes)])),
-                shape=(sizes.size, n),
-            )
-            sums = sp.csr_array(indicator @ absm)
-            self._group_sens = np.asarray(sums.max(axis=1).toarray()).reshape(-1).astype(np.float64)
+        if self.sparse:
+            self._query_sensitivity = float(values.size and np.max(np.abs(values)))
+            absm = abs(mat)
+            if groups is None:
+                sens = np.asarray(absm.max(axis=1).toarray()).reshape(-1)
+            else:
+                # Sum |rows| within each group with a sparse 0/1 group-indicator product.
+                sizes = np.diff(self._offsets)
+                indicator = sp.csr_array(
+                    (np.ones(n), np.arange(n), np.concatenate([[0], np.cumsum(sizes)])),
+                    shape=(sizes.size, n),
+                )
+                sens = np.asarray(sp.csr_array(indicator @ absm).max(axis=1).toarray()).reshape(-1)
         else:
-            self._group_sens = np.add.reduceat(absm, self._offsets[:-1], axis=0).max(axis=1)
+            sens = _dense_group_sensitivity(mat, self._offsets)
+            step = max(1, _CHUNK_ENTRIES // mat.shape[1])
+            self._query_sensitivity = float(max(
+                np.abs(mat[i:i + step]).max() for i in range(0, mat.shape[0], step)
+            ))
+        self._group_sens = sens.astype(np.float64)
 
     # -- sizes -------------------------------------------------------------------------------
     @property
