@@ -196,3 +196,23 @@ def test_synth_with_schema_decodes_raw_labels(tmp_path, capsys):
     assert code == 2
     assert "job" in err and len(err.strip().splitlines()) == 1
     assert not out.exists()
+
+
+@pytest.mark.parametrize("workload", ["ranges:40:a,b", "ranges:30", "counting:25",
+                                      "marginals:1-3"])
+def test_synth_workload_kinds(coded_csv, tmp_path, capsys, workload):
+    csv, domain = coded_csv
+    out = tmp_path / "syn.csv"
+    code, _, err = run(["synth", csv, "--domain", domain, "--epsilon", 1, "--out", out,
+                        "--workload", workload, "--rounds", 4, "--seed", 0], capsys)
+    assert code == 0, err
+    assert len(pd.read_csv(out)) > 0
+
+
+def test_synth_parities_need_binary_attributes(coded_csv, tmp_path, capsys):
+    csv, domain = coded_csv
+    out = tmp_path / "syn.csv"
+    code, _, err = run(["synth", csv, "--domain", domain, "--epsilon", 1, "--out", out,
+                        "--workload", "parities:2"], capsys)
+    assert code == 2 and "'b' has 3 values" in err
+    assert not out.exists()

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import itertools
+
 from fastmwem.data.domain import Domain
 from fastmwem.workloads.base import LinearWorkload
+from fastmwem.workloads.counting import RandomCountingQueries
 from fastmwem.workloads.marginals import Marginals
+from fastmwem.workloads.parities import Parities
+from fastmwem.workloads.ranges import RangeQueries
 
 __all__ = ["parse_workload", "WORKLOAD_HELP"]
 
 WORKLOAD_HELP = (
-    "workload: marginals:K (all K-way marginals, e.g. marginals:3), marginals:1-3 (all 1- to "
-    "3-way); default marginals:3"
+    "workload: marginals:K (all K-way marginals, e.g. marginals:3); marginals:1-3 (all 1- to "
+    "3-way); ranges:N[:A,B] (N random range queries over attributes A,B; default all); "
+    "parities:K (all parities of at most K binary attributes); counting:N (N random counting "
+    "queries). Default marginals:3"
 )
 
 
@@ -27,11 +34,18 @@ def _positive(text: str, spec: str) -> int:
 def parse_workload(spec: str, domain: Domain, *, seed: int | None = None) -> LinearWorkload:
     """Build the workload named by ``spec`` over ``domain``.
 
+    Random workloads (ranges, counting) are public: they are drawn from ``seed`` (or the
+    operating system) and never from the data.
+
     >>> d = Domain(["a", "b", "c"], [2, 2, 2])
     >>> parse_workload("marginals:2", d).n_groups
     3
     >>> parse_workload("marginals:1-2", d).n_groups
     6
+    >>> parse_workload("ranges:5:a,b", d, seed=0).n_queries
+    5
+    >>> parse_workload("parities:2", d).n_queries
+    7
     """
     if not isinstance(spec, str) or ":" not in spec:
         raise ValueError(f"workload must look like 'marginals:3', got {spec!r}")
@@ -47,9 +61,20 @@ def parse_workload(spec: str, domain: Domain, *, seed: int | None = None) -> Lin
             )
         if k_low == k_high:
             return Marginals.all_kway(domain, k_low)
-        import itertools
-
         sets = [c for k in range(k_low, k_high + 1)
                 for c in itertools.combinations(domain.attributes, k)]
         return Marginals(domain, sets)
-    raise ValueError(f"unknown workload kind {kind!r} in {spec!r}; known: marginals")
+    if kind == "ranges":
+        count, _, names = argument.partition(":")
+        attributes = tuple(a for a in names.split(",") if a) if names else domain.attributes
+        return RangeQueries.random(domain, attributes, _positive(count, spec), rng=seed)
+    if kind == "parities":
+        k = _positive(argument, spec)
+        if k > len(domain):
+            raise ValueError(f"workload {spec!r}: order must lie in 1..{len(domain)}")
+        return Parities.all_kway(domain, k)
+    if kind == "counting":
+        return RandomCountingQueries(domain, _positive(argument, spec), rng=seed)
+    raise ValueError(
+        f"unknown workload kind {kind!r} in {spec!r}; known: marginals, ranges, parities, counting"
+    )
