@@ -127,3 +127,11 @@ def test_long_chain_converges_to_target():
     assert stats.kstest(draws.values[:, 0], lambda t: loss.marginal_cdf(t, 2 * eps)).pvalue < ALPHA
     single = mech.sample(rng=1, method="metropolis", steps=m, beta=beta)
     assert single.value.shape == (1,) and single.privacy == draws.privacy
+
+
+def test_steps_for_tiny_beta_terminates():
+    """beta = 1e-42 (Laplace walk, n = 100, eps = 1) needs ~6e42 steps for delta = 0.01: computed, not looped."""
+    beta = mean_l1_doeblin_laplace(100, 1.0, 1, 50.0)
+    m = metropolis_steps(beta, 0.01, 1.0)
+    assert m > 10**42
+    assert metropolis_delta(beta, m, 1.0) <= 0.01
