@@ -203,10 +203,15 @@ def _charge(accountant: Accountant | None, event: PrivacyEvent, label: str, coun
 
 
 def atom_runs(mech: ContinuousExponentialMechanism, design: AtomDesign, n: int,
-              rng: np.random.Generator, *, restart: bool) -> dict[str, np.ndarray]:
+              rng: np.random.Generator, *, restart: bool, pad: bool = False,
+              ) -> dict[str, np.ndarray]:
     """Run Algorithm 1-D for ``n`` independent slots at once (no privacy charge: internal).
 
     With ``restart`` (ConfAtomPerfect) a slot whose run ends at the atom starts a fresh run.
+    With ``pad`` a proposal outside the space still costs one loss evaluation (at a fixed
+    interior point, result discarded), so the work is exactly one evaluation per proposal;
+    otherwise whether a proposal falls outside, which depends on the current state and so on the
+    data, would show in the amount of work.
     Returns arrays ``values`` (n, d), ``at_atom``, ``proposals``, ``runs``, ``evaluations``.
     """
     space = mech.space
@@ -256,7 +261,11 @@ def atom_runs(mech: ContinuousExponentialMechanism, design: AtomDesign, n: int,
             owners = np.concatenate([from_atom, from_y])
             inside = space.contains(cand)
             logg_c = np.full(ia.size, -np.inf)
-            if inside.any():
+            if pad:
+                padded = np.where(inside[:, None], cand, space.interior_point)
+                logg_c[inside] = mech.log_weight(padded)[inside]
+                evaluations[owners] += 1
+            elif inside.any():
                 logg_c[inside] = mech.log_weight(cand[inside])
                 evaluations[owners[inside]] += 1
             log_acc = np.empty(ia.size)
@@ -354,7 +363,9 @@ def random_atom_perfect(mech: ContinuousExponentialMechanism, *, size: int | Non
     candidates by the discrete exponential mechanism with ``epsilon_disc``. The candidates are
     uniform in the space (fresh for each draw) or the caller's ``points``; either way they must
     not depend on the data. The ``n_points`` discrete scores are always computed, so the cost is
-    exactly ``Geom0(beta / (beta + 1 - w))`` proposals plus ``n_points`` loss evaluations.
+    exactly ``Geom0(beta / (beta + 1 - w))`` proposals plus ``n_points`` loss evaluations, and
+    ``loss_evaluations == proposals + n_points`` (a proposal outside the space is padded with an
+    evaluation at a fixed interior point).
 
     Privacy: ``epsilon``-DP (``PureDP(epsilon)``). Budget split (spec s.7.1): in variant U the
     mixing weight ``k_X = kappa / (kappa + C_X)`` depends on the data and moves by a factor of
@@ -389,7 +400,7 @@ def random_atom_perfect(mech: ContinuousExponentialMechanism, *, size: int | Non
     event = PureDP(mech.epsilon)
     _charge(accountant, event, "continuous exponential mechanism (random_atom_perfect)", n or 1)
     count = n or 1
-    out = atom_runs(mech, design, count, gen, restart=False)
+    out = atom_runs(mech, design, count, gen, restart=False, pad=True)
     values = out["values"]
     chosen = np.empty((count, mech.dim))
     # Scores are computed for every draw, landed on the atom or not, so the cost does not reveal

@@ -47,6 +47,11 @@ class Space:
     def l1_diameter(self) -> float:  # pragma: no cover - overridden
         raise NotImplementedError
 
+    @property
+    def interior_point(self) -> np.ndarray:  # pragma: no cover - overridden
+        """A fixed, data-independent point of the space (used to pad work)."""
+        raise NotImplementedError
+
     def contains(self, points: object) -> np.ndarray:  # pragma: no cover - overridden
         raise NotImplementedError
 
@@ -130,6 +135,10 @@ class Box(Space):
     def l1_diameter(self) -> float:
         return float(np.sum(self.upper - self.lower))
 
+    @property
+    def interior_point(self) -> np.ndarray:
+        return (self.lower + self.upper) / 2.0
+
     def contains(self, points: object) -> np.ndarray:
         """Boolean mask of the points (shape (n, d)) that lie in the closed box."""
         pts = as_points(points, self.dim)
@@ -196,6 +205,10 @@ class Ball(Space):
     @property
     def l1_diameter(self) -> float:
         return 2.0 * self.radius * math.sqrt(self.dim)
+
+    @property
+    def interior_point(self) -> np.ndarray:
+        return self.center.copy()
 
     def contains(self, points: object) -> np.ndarray:
         pts = as_points(points, self.dim)
