@@ -183,7 +183,11 @@ class MatrixWorkload(LinearWorkload):
     def answer_group(self, histogram: np.ndarray, group: int) -> np.ndarray:
         rows = self.group_queries(group)
         hist = flat_histogram(histogram, self.domain)
-        return np.asarray(self.matrix[rows] @ hist, dtype=np.float64).reshape(-1)
+        if self.sparse:
+            return np.asarray(self.matrix[rows] @ hist, dtype=np.float64).reshape(-1)
+        # Per-update hot path: numpy's own loop instead of BLAS gemv, whose worker threads add
+        # millisecond stalls to small products on a busy machine.
+        return np.einsum("ij,j->i", self.matrix[rows], hist)
 
     def answer_transpose(self, weights: np.ndarray) -> np.ndarray:
         w = self._check_weights(weights)
@@ -195,7 +199,10 @@ class MatrixWorkload(LinearWorkload):
         rows = self.group_queries(group)
         flat = check_inplace_histogram(histogram, self.domain)
         lf = check_log_factors(log_factors, rows.stop - rows.start)
-        exponent = np.asarray(self.matrix[rows].T @ lf, dtype=np.float64).reshape(-1)
+        if self.sparse:
+            exponent = np.asarray(self.matrix[rows].T @ lf, dtype=np.float64).reshape(-1)
+        else:
+            exponent = np.einsum("ij,i->j", self.matrix[rows], lf)
         flat *= np.exp(exponent)
 
     def row(self, query: int) -> np.ndarray:

@@ -187,10 +187,17 @@ class Parities(LinearWorkload):
     def answer_group(self, histogram: np.ndarray, group: int) -> np.ndarray:
         q = check_int(group, "group", minimum=0, maximum=self.n_groups - 1)
         hist = flat_histogram(histogram, self.domain)
-        if not self.axes[q]:
-            return np.array([hist.sum()])
-        marginal = project(hist, merged_layout(self.domain.shape, self.axes[q]))
-        return np.array([walsh_hadamard(marginal)[-1]])
+        # Differencing the two halves of each axis of the subset (the last first, so earlier
+        # axes keep their place) halves the array each time: about one pass over ``h``, where
+        # a multi-axis projection is several times slower.
+        shape = list(self.domain.shape)
+        values = hist
+        for axis in reversed(self.axes[q]):
+            left = int(np.prod(shape[:axis], dtype=np.int64))
+            halves = values.reshape(left, 2, -1)
+            values = halves[:, 0, :] - halves[:, 1, :]
+            del shape[axis]
+        return np.array([values.sum()])
 
     def answer_transpose(self, weights: np.ndarray) -> np.ndarray:
         w = self._check_weights(weights)
