@@ -147,6 +147,7 @@ class MatrixWorkload(LinearWorkload):
                 np.abs(mat[i:i + step]).max() for i in range(0, mat.shape[0], step)
             ))
         self._group_sens = sens.astype(np.float64)
+        self._group_cache: dict[int, tuple[sp.csr_array, sp.csr_array]] = {}
 
     # -- sizes -------------------------------------------------------------------------------
     @property
@@ -184,7 +185,7 @@ class MatrixWorkload(LinearWorkload):
         rows = self.group_queries(group)
         hist = flat_histogram(histogram, self.domain)
         if self.sparse:
-            return np.asarray(self.matrix[rows] @ hist, dtype=np.float64).reshape(-1)
+            return np.asarray(self._sparse_group(group)[0] @ hist, dtype=np.float64).reshape(-1)
         # Per-update hot path: numpy's own loop instead of BLAS gemv, whose worker threads add
         # millisecond stalls to small products on a busy machine.
         return np.einsum("ij,j->i", self.matrix[rows], hist)
@@ -200,10 +201,21 @@ class MatrixWorkload(LinearWorkload):
         flat = check_inplace_histogram(histogram, self.domain)
         lf = check_log_factors(log_factors, rows.stop - rows.start)
         if self.sparse:
-            exponent = np.asarray(self.matrix[rows].T @ lf, dtype=np.float64).reshape(-1)
+            exponent = np.asarray(self._sparse_group(group)[1] @ lf, dtype=np.float64).reshape(-1)
         else:
             exponent = np.einsum("ij,i->j", self.matrix[rows], lf)
         flat *= np.exp(exponent)
+
+    def _sparse_group(self, group: int) -> tuple[sp.csr_array, sp.csr_array]:
+        """The group's rows and their transpose as CSR, cached: slicing a CSR matrix costs more
+        than the product itself, and MWEM re-applies measured groups many times."""
+        cached = self._group_cache.get(group)
+        if cached is None:
+            rows = self.group_queries(group)
+            sub = sp.csr_array(self.matrix[rows])
+            cached = (sub, sp.csr_array(sub.T))
+            self._group_cache[group] = cached
+        return cached
 
     def row(self, query: int) -> np.ndarray:
         q = check_int(query, "query", minimum=0, maximum=self.n_queries - 1)
