@@ -158,3 +158,41 @@ def test_ridge_one_dimensional_exactness():
     cdf2 = np.concatenate([[0.0], np.cumsum((dens2[1:] + dens2[:-1]) / 2 * np.diff(grid))])
     cdf2 /= cdf2[-1]
     assert stats.kstest(draws.values[:, 0], lambda t: np.interp(t, grid, cdf2)).pvalue < ALPHA
+
+
+@pytest.mark.parametrize("sampler", ["atom", "random-atom-continuous-part"])
+def test_large_sample_margins_in_three_dimensions(sampler):
+    """200k draws in d = 3 with a Laplace walk and the Laplace exit: per-margin KS."""
+    rng = np.random.default_rng(12)
+    data = np.column_stack([rng.beta(1, 1, 30), rng.beta(0.1, 0.1, 30), rng.beta(10, 2, 30)])
+    loss = MeanL1Loss(data)
+    eps = 2.0
+    kwargs = {"exit": loss.laplace_exit(eps), "proposal": LaplaceProposal(loss.rate(eps))}
+    mech = loss.mechanism(eps)
+    if sampler == "atom":
+        values = mech.sample_many(200000, rng=13, **kwargs).values
+    else:
+        draws = mech.sample_many(200000, rng=14, method="random-atom", n_points=3, **kwargs)
+        values = draws.values[~draws.from_discrete]
+    for axis in range(3):
+        p = stats.kstest(values[:, axis], lambda t, a=axis: loss.marginal_cdf(t, eps, a)).pvalue
+        assert p > ALPHA / 3
+    assert stats.kstest(values[:, 0], lambda t: loss.marginal_cdf(t, 1.1 * eps, 0)).pvalue < ALPHA
+
+
+def test_ridge_two_dimensional_margin():
+    """Example 2 in p = 2 (a disc): KS of the first coordinate against a numerical marginal."""
+    rng = np.random.default_rng(15)
+    x = rng.uniform(-1, 1, size=(40, 2))
+    z = x @ np.array([0.5, -0.2]) + rng.uniform(-0.2, 0.2, 40)
+    loss = RidgeGradientLoss(x, z, lam=1.0, radius=1.0)
+    eps = 10.0
+    grid = np.linspace(-1, 1, 1201)
+    yy = np.stack(np.meshgrid(grid, grid, indexing="ij"), axis=-1).reshape(-1, 2)
+    inside = np.einsum("ij,ij->i", yy, yy) <= 1.0
+    dens = np.where(inside, np.exp(-eps * loss(yy) / (2 * loss.sensitivity)), 0.0)
+    marg = dens.reshape(grid.size, grid.size).sum(axis=1)
+    cdf = np.concatenate([[0.0], np.cumsum((marg[1:] + marg[:-1]) / 2)])
+    cdf /= cdf[-1]
+    draws = loss.mechanism(eps).sample_many(50000, rng=16)
+    assert stats.kstest(draws.values[:, 0], lambda t: np.interp(t, grid, cdf)).pvalue > ALPHA
