@@ -50,8 +50,9 @@ class RandomCountingQueries(LinearWorkload):
     Each entry of each query is 1 independently with probability ``density`` (a random
     0/1 vector over the cells, the unstructured "all counting queries" class that mwem.txt
     discusses). The matrix is stored bit-packed (``np.packbits`` along cells, ``n_queries *
-    ceil(|D| / 8)`` bytes, at most ``MAX_PACKED_BYTES``) and products are computed tile by tile,
-    never unpacking the whole matrix.
+    ceil(|D| / 8)`` bytes, at most ``MAX_PACKED_BYTES``). ``answer`` looks each packed byte up
+    in a table of the 256 subset sums of its 8 cells (one look-up per query per 8 cells) and
+    ``answer_transpose`` histograms the byte values per column, so the matrix is never unpacked.
 
     Each query is its own group. A record changes each answer by at most 1 (add/remove one
     record), so the sensitivity of a query is 1 (0 for a query that happens to be empty).
