@@ -9,36 +9,18 @@ import numpy as np
 
 from fastmwem._validation import check_int
 from fastmwem.data.domain import Domain
+from fastmwem.workloads._common import (
+    check_inplace_histogram,
+    check_log_factors,
+    flat_histogram,
+    merged_layout,
+)
 from fastmwem.workloads.base import LinearWorkload, check_histogram
 
 __all__ = ["Marginals"]
 
 _INDEX_DOMAIN_CELLS = 2**22
 _INDEX_CACHE_CELLS = 2**25
-
-
-def _merged_layout(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """Shape with each run of unkept axes merged into one, and where the kept axes landed.
-
-    Reductions and broadcasts over a few merged axes are much faster in numpy than over many
-    small ones (16 binary attributes become at most 7 axes for a 3-way marginal).
-    """
-    merged: list[int] = []
-    kept: list[int] = []
-    run = 1
-    wanted = set(axes)
-    for i, n in enumerate(shape):
-        if i in wanted:
-            if run > 1:
-                merged.append(run)
-            run = 1
-            kept.append(len(merged))
-            merged.append(n)
-        else:
-            run *= n
-    if run > 1:
-        merged.append(run)
-    return tuple(merged), tuple(kept)
 
 
 class Marginals(LinearWorkload):
@@ -81,7 +63,7 @@ class Marginals(LinearWorkload):
         )
         sizes = [int(np.prod([domain.shape[i] for i in axes])) for axes in sets]
         self._offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-        self._layouts = [_merged_layout(domain.shape, axes) for axes in sets]
+        self._layouts = [merged_layout(domain.shape, axes) for axes in sets]
         self._index_cache: dict[int, np.ndarray] = {}
 
     @classmethod
@@ -122,7 +104,7 @@ class Marginals(LinearWorkload):
     # -- answers -----------------------------------------------------------------------------
     def answer_group(self, histogram: np.ndarray, group: int) -> np.ndarray:
         g = check_int(group, "group", minimum=0, maximum=self.n_groups - 1)
-        hist = np.asarray(histogram)
+        hist = flat_histogram(histogram, self.domain)
         index = self._cell_index(g)
         if index is not None:
             return np.bincount(index, weights=hist, minlength=int(self.group_sizes()[g]))
@@ -207,9 +189,10 @@ class Marginals(LinearWorkload):
 
     def multiply_group(self, histogram: np.ndarray, group: int, log_factors: np.ndarray) -> None:
         g = check_int(group, "group", minimum=0, maximum=self.n_groups - 1)
-        factors = np.exp(np.asarray(log_factors, dtype=np.float64))
+        flat = check_inplace_histogram(histogram, self.domain)
+        factors = np.exp(check_log_factors(log_factors, int(self.group_sizes()[g])))
         merged, _ = self._layouts[g]
-        view = histogram.reshape(merged)
+        view = flat.reshape(merged)
         view *= self._broadcastable(g, factors)
 
     def _broadcastable(self, group: int, values: np.ndarray) -> np.ndarray:
