@@ -4,7 +4,8 @@ Counts are a Foods-like heavy-tailed vector, ``ceil(exp(N(1.0, 1.4)))`` drawn wi
 ``numpy.random.default_rng(7)`` (the spec's recipe; about 1.3M total count, a top count near
 1,500-2,000, a quarter of the items at count 1). epsilon = 1, add-remove neighbours, CDP-Peel at
 delta = 1e-6. Each point is the median wall time (``time.perf_counter``) of ``--repeats`` calls
-after one warm-up call, single process.
+after one warm-up call, single process; in each repeat the methods take turns, so changes in the
+load of a shared machine hit them alike (the load average is recorded).
 
 Peak memory of Joint (and PNF-Joint) at k = 200 is measured in a fresh Python subprocess per
 method: ``resource.getrusage(RUSAGE_SELF).ru_maxrss`` after one call, which includes the
@@ -87,18 +88,22 @@ def make(method: str, k: int):
     return cls(k, EPSILON)
 
 
-def time_method(method: str, k: int, counts: np.ndarray, repeats: int) -> dict:
-    mech = make(method, k)
-    mech.select(counts, rng=0)  # warm-up
-    times = []
+def time_all(k: int, counts: np.ndarray, repeats: int) -> dict[str, dict]:
+    """Median wall time of every method at one k; the methods take turns in each repeat, so a
+    change in the machine's load (it is shared) affects them alike."""
+    mechs = {method: make(method, k) for method in METHODS}
+    for mech in mechs.values():
+        mech.select(counts, rng=0)  # warm-up
+    times: dict[str, list[float]] = {method: [] for method in METHODS}
     for r in range(repeats):
-        t = time.perf_counter()
-        out = mech.select(counts, rng=r + 1)
-        times.append(time.perf_counter() - t)
-        if len(set(out.tolist())) != k:
-            raise RuntimeError(f"{method} returned a repeated item")
-    return {"median": float(np.median(times)), "min": float(np.min(times)),
-            "max": float(np.max(times)), "runs": times}
+        for method, mech in mechs.items():
+            t = time.perf_counter()
+            out = mech.select(counts, rng=r + 1)
+            times[method].append(time.perf_counter() - t)
+            if len(set(out.tolist())) != k:
+                raise RuntimeError(f"{method} returned a repeated item")
+    return {method: {"k": k, "median": float(np.median(ts)), "min": float(np.min(ts)),
+                     "max": float(np.max(ts)), "runs": ts} for method, ts in times.items()}
 
 
 def peak_memory(method: str, k: int) -> dict:
@@ -149,13 +154,11 @@ def main() -> None:
                     "load_average_at_start": list(os.getloadavg())},
         "times": {}, "peak_memory_k200": {}, "peers_from_spec": PEERS,
     }
-    for method in METHODS:
-        rows = []
-        for k in ks:
-            row = {"k": k, **time_method(method, k, counts, args.repeats)}
-            rows.append(row)
+    result["times"] = {method: [] for method in METHODS}
+    for k in ks:
+        for method, row in time_all(k, counts, args.repeats).items():
+            result["times"][method].append(row)
             print(f"{method:13s} k={k:3d} median {row['median']:.4f} s", flush=True)
-        result["times"][method] = rows
     result["machine"]["load_average_after_timing"] = list(os.getloadavg())
     for method in ("joint", "pnf-joint", "pruned-joint"):
         result["peak_memory_k200"][method] = peak_memory(method, 200)
