@@ -66,7 +66,7 @@ class MWState:
             # mass is known from the group's answers: fold the normalisation into the factors
             # and save a pass over the histogram.
             shift = log_factors.max()
-            mass = float(np.dot(current, np.exp(log_factors - shift)))
+            mass = float((current * np.exp(log_factors - shift)).sum())
             workload.multiply_group(self.distribution, group, log_factors - shift - np.log(mass))
         else:
             workload.multiply_group(self.distribution, group, log_factors)
