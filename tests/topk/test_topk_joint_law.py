@@ -29,6 +29,7 @@ JOINT_CASES = [
     # (counts, k, epsilon, neighbors, level_cap)
     ([5, 3, 3, 1, 0], 3, 1.0, "add-remove", None),        # ties among counts
     ([4, 4, 4, 2, 1], 2, 2.0, "replace", None),            # a tied top, Delta = 2
+    ([9, 7, 7, 4, 0], 3, 0.01, "add-remove", None),        # tiny eps, automatic cap
     ([9, 7, 7, 4, 0], 3, 0.05, "add-remove", 0),           # tiny eps, almost all mass in the tail
     ([9, 7, 7, 4, 0], 3, 0.4, "add-remove", 2),            # tail beyond the cap carries mass
     ([12, 2, 2, 2, 1, 0], 2, 0.3, "replace", 1),
