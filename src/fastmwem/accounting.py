@@ -43,6 +43,7 @@ __all__ = [
     "Accountant",
     "BudgetExceededError",
     "LedgerEntry",
+    "ledger_records",
     "exact",
     "advanced_composition",
     "zcdp_to_approx_dp",
@@ -289,7 +290,9 @@ def per_round_epsilon(epsilon: object, rounds: int, delta: object = 0, *,
         method: ``"basic"`` (``epsilon / T``), ``"advanced"`` (Dwork-Rothblum-Vadhan with
             ``delta' = delta``), ``"zcdp"`` (each round is ``epsilon0**2 / 2``-zCDP, or
             ``epsilon0**2 / 8`` when ``bounded_range``), or ``"best"``: the largest of those that
-            apply.
+            apply. An :class:`Accountant` composes by basic or zCDP composition only: a value
+            from ``"advanced"`` (or ``"best"`` when advanced wins) is a claim about the whole
+            T-round plan, to be charged as one ``ApproxDP`` event, not round by round.
         bounded_range: the rounds are bounded-range (exponential mechanism) steps.
 
     Returns:
@@ -501,13 +504,30 @@ class Accountant:
 
     def ledger_records(self) -> list[dict[str, object]]:
         """The ledger as JSON-ready dictionaries (numbers as floats and exact strings)."""
-        records = []
-        for entry in self.ledger:
-            rec: dict[str, object] = {"label": entry.label, "event": repr(entry.event)}
-            for key in ("epsilon", "delta", "rho"):
-                if hasattr(entry.event, key):
-                    value = getattr(entry.event, key)
-                    rec[key] = float(value)
-                    rec[key + "_exact"] = str(value)
-            records.append(rec)
-        return records
+        return ledger_records(self.ledger)
+
+    def __getstate__(self) -> dict[str, object]:
+        # A lock cannot be pickled or copied; a copy gets a fresh one.
+        state = self.__dict__.copy()
+        del state["_lock"]
+        state["_ledger"] = list(self._ledger)
+        return state
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+
+def ledger_records(entries: tuple[LedgerEntry, ...] | list[LedgerEntry]) -> list[dict[str, object]]:
+    """Ledger entries as JSON-ready dictionaries: the label, the event, and each parameter as a
+    float and as an exact fraction string."""
+    records = []
+    for entry in entries:
+        rec: dict[str, object] = {"label": entry.label, "event": repr(entry.event)}
+        for key in ("epsilon", "delta", "rho"):
+            if hasattr(entry.event, key):
+                value = getattr(entry.event, key)
+                rec[key] = float(value)
+                rec[key + "_exact"] = str(value)
+        records.append(rec)
+    return records

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from fastmwem._validation import check_int
-from fastmwem.accounting import LedgerEntry, PrivacyEvent
+from fastmwem.accounting import LedgerEntry, PrivacyEvent, ledger_records
 from fastmwem.data.domain import Domain
 from fastmwem.random import make_rng
 from fastmwem.workloads.base import LinearWorkload
@@ -98,7 +98,7 @@ class MWEMResult:
         """A JSON-ready record of the private outputs and the privacy ledger only."""
         return {
             "private": True,
-            "privacy": {"spent": repr(self.privacy), "ledger": _ledger_records(self.ledger)},
+            "privacy": {"spent": repr(self.privacy), "ledger": ledger_records(self.ledger)},
             "domain": self.domain.to_dict(),
             "record_count": self.total,
             "rounds": [
@@ -115,14 +115,3 @@ class MWEMResult:
             ],
         }
 
-
-def _ledger_records(ledger: tuple[LedgerEntry, ...]) -> list[dict[str, object]]:
-    out = []
-    for entry in ledger:
-        rec: dict[str, object] = {"label": entry.label, "event": repr(entry.event)}
-        for key in ("epsilon", "delta", "rho"):
-            if hasattr(entry.event, key):
-                rec[key] = float(getattr(entry.event, key))
-                rec[key + "_exact"] = str(getattr(entry.event, key))
-        out.append(rec)
-    return out
