@@ -463,3 +463,20 @@ def test_threads_full_spec_size():
         accepted = _hammer(acc, threads=8, per_thread=10_000, unit=unit)
         assert accepted == math.floor(budget / unit)
         assert acc.spent().epsilon == accepted * unit
+
+
+def test_accountant_copies_and_pickles_with_its_own_lock():
+    import copy
+    import pickle
+
+    from fastmwem.accounting import Accountant, PureDP
+
+    acc = Accountant(epsilon=1)
+    acc.compose(PureDP(0.5), label="first")
+    clone = pickle.loads(pickle.dumps(acc))
+    copied = copy.deepcopy(acc)
+    clone.compose(PureDP(0.25))
+    assert acc.spent() == PureDP(0.5)
+    assert copied.spent() == PureDP(0.5)
+    assert clone.spent() == PureDP(0.75)
+    assert [e.label for e in clone.ledger] == ["first", ""]
