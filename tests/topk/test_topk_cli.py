@@ -66,8 +66,16 @@ def test_topk_cli_items_universe_adds_zero_counts(tmp_path, raw_csv, capsys):
     universe.write_text("x\ny\nz\nw\nv\n")
     assert main(["topk", str(raw_csv), "--k", "5", "--epsilon", "1", "--user-column", "user",
                  "--items", str(universe), "--seed", "2"]) == 0
-    lines = capsys.readouterr().out.splitlines()
+    captured = capsys.readouterr()
+    lines = captured.out.splitlines()
     assert sorted(line.split(",")[1] for line in lines[1:]) == ["v", "w", "x", "y", "z"]
+    assert "PrivacyLeakWarning" not in captured.err
+
+
+def test_topk_cli_warns_when_items_come_from_the_input(raw_csv, capsys):
+    assert main(["topk", str(raw_csv), "--k", "1", "--epsilon", "1", "--user-column", "user",
+                 "--seed", "2"]) == 0
+    assert "PrivacyLeakWarning" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("extra,message", [
