@@ -143,13 +143,13 @@ def run(args: argparse.Namespace) -> int:
     if args.out is not None:
         check_output_path(args.out, "--out")
     names, counts = _item_counts(args)
+    if args.k > counts.size:
+        raise CLIError(f"--k {args.k} exceeds the number of items ({counts.size})")
     if args.items is None:
         # Public parameters must not come silently from private data: say so every time.
         print("fastmwem topk: warning (PrivacyLeakWarning): the candidate items are read from "
               "the input; the output is differentially private only if that item list is "
               "public. Pass --items FILE with the public item universe.", file=sys.stderr)
-    if args.k > counts.size:
-        raise CLIError(f"--k {args.k} exceeds the number of items ({counts.size})")
     chosen = mech.select(counts, rng=args.seed)
     result = pd.DataFrame({"rank": np.arange(1, args.k + 1), "item": [names[i] for i in chosen]})
     if args.out is not None:
