@@ -43,7 +43,26 @@ def _log_weights(scores: np.ndarray, scale: float) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class ExponentialMechanism:
+class _ScoreSelector:
+    """Calibration shared by the selectors: epsilon, score sensitivity, monotonic flag."""
+
+    epsilon: float
+    sensitivity: float = 1.0
+    monotonic: bool = False
+
+    def __post_init__(self) -> None:
+        _check_common(self.epsilon, self.sensitivity, self.monotonic)
+
+    @property
+    def scale(self) -> float:
+        """Multiplier of a score in the log-weight: ``epsilon / (2 sensitivity)``, or
+        ``epsilon / sensitivity`` when monotonic."""
+        divisor = self.sensitivity if self.monotonic else 2.0 * self.sensitivity
+        return float(self.epsilon) / float(divisor)
+
+
+@dataclass(frozen=True)
+class ExponentialMechanism(_ScoreSelector):
     """The exponential mechanism of McSherry and Talwar, sampled by Gumbel-max in log space.
 
     Selects index ``i`` with probability proportional to
@@ -67,19 +86,6 @@ class ExponentialMechanism:
     >>> mech.select([0.0, 100.0, 0.0], rng=0)
     1
     """
-
-    epsilon: float
-    sensitivity: float = 1.0
-    monotonic: bool = False
-
-    def __post_init__(self) -> None:
-        _check_common(self.epsilon, self.sensitivity, self.monotonic)
-
-    @property
-    def scale(self) -> float:
-        """Multiplier of a score in the log-weight."""
-        divisor = self.sensitivity if self.monotonic else 2.0 * self.sensitivity
-        return float(self.epsilon) / float(divisor)
 
     @property
     def privacy(self) -> BoundedRange:
@@ -106,7 +112,7 @@ class ExponentialMechanism:
 
 
 @dataclass(frozen=True)
-class PermuteAndFlip:
+class PermuteAndFlip(_ScoreSelector):
     """Permute-and-flip (McKenna and Sheldon 2020).
 
     Visits the candidates in a uniformly random order and accepts candidate ``i`` with
@@ -121,18 +127,6 @@ class PermuteAndFlip:
     >>> PermuteAndFlip(epsilon=1.0).select([0.0, 50.0, 1.0], rng=3)
     1
     """
-
-    epsilon: float
-    sensitivity: float = 1.0
-    monotonic: bool = False
-
-    def __post_init__(self) -> None:
-        _check_common(self.epsilon, self.sensitivity, self.monotonic)
-
-    @property
-    def scale(self) -> float:
-        divisor = self.sensitivity if self.monotonic else 2.0 * self.sensitivity
-        return float(self.epsilon) / float(divisor)
 
     @property
     def privacy(self) -> PureDP:
