@@ -245,3 +245,24 @@ def test_mwem_runs_on_a_2_to_the_24_cell_domain():
     assert result.histogram.size == 2**24
     assert np.isclose(result.distribution.sum(), 1.0)
     assert result.sample(50, rng=1).shape == (50, 24)
+
+
+def test_sample_decodes_through_the_schema():
+    import pandas as pd
+
+    from fastmwem.data import Categorical, Numeric, Schema
+
+    rng = np.random.default_rng(8)
+    raw = pd.DataFrame({"colour": rng.choice(["red", "blue"], 500),
+                        "size": rng.uniform(0, 10, 500)})
+    schema = Schema([Categorical("colour", ["red", "blue"]), Numeric("size", 0, 10, bins=5)])
+    data = schema.encode(raw)
+    w = Marginals.all_kway(data.domain, 2)
+    result = mwem(data, w, epsilon=1.0, rounds=1, rng=0, schema=schema)
+    frame = result.sample(50, rng=1)
+    assert set(frame["colour"]) <= {"red", "blue"}
+    assert frame["size"].between(0, 10).all()
+    assert result.sample(5, rng=1, decode=False)["colour"].isin([0, 1]).all()
+    other = Schema([Categorical("colour", ["red", "blue", "green"]), Numeric("size", 0, 10, bins=5)])
+    with pytest.raises(ValueError, match="schema"):
+        mwem(data, w, epsilon=1.0, rounds=1, rng=0, schema=other)

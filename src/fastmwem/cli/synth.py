@@ -108,12 +108,9 @@ def run(args: argparse.Namespace) -> int:
     show_progress = sys.stderr.isatty() if args.progress is None else args.progress
 
     accountant = Accountant(epsilon=args.epsilon)
-    result = mwem(dataset, workload, rng=args.seed, accountant=accountant,
+    result = mwem(dataset, workload, rng=args.seed, accountant=accountant, schema=schema,
                   progress=show_progress, **_options(config))
-    records = result.sample(args.rows, rng=None if args.seed is None else args.seed + 1,
-                            decode=False)
-    if schema is not None:
-        records = schema.decode(records)  # type: ignore[attr-defined]
+    records = result.sample(args.rows, rng=None if args.seed is None else args.seed + 1)
     write_csv_atomic(records, args.out)
 
     evaluation = _evaluate(dataset, result.histogram, workload) if args.evaluate else None

@@ -161,6 +161,7 @@ def mwem(
     rounds: int = 20,
     rng: object = None,
     accountant: Accountant | None = None,
+    schema: object = None,
     progress: bool = False,
     **options: object,
 ) -> MWEMResult:
@@ -186,6 +187,8 @@ def mwem(
         rounds: number of rounds T.
         rng: seed or Generator (OS entropy by default).
         accountant: accountant to charge; its ledger is in the result.
+        schema: the public :class:`~fastmwem.data.Schema` the dataset was encoded with, so that
+            ``result.sample()`` decodes records to raw labels. Its domain must be the dataset's.
         progress: show a progress bar on stderr.
         **options: the other fields of :class:`MWEMConfig`.
 
@@ -205,11 +208,14 @@ def mwem(
         accountant = Accountant(epsilon=config.epsilon)
     elif not isinstance(accountant, Accountant):
         raise TypeError(f"accountant must be an Accountant, got {type(accountant).__name__}")
+    if schema is not None and getattr(schema, "domain", None) != domain:
+        raise ValueError("schema must describe the dataset's domain")
     generator = make_rng(rng)
     plan = mwem_privacy_plan(config, workload)
     accountant.compose_all(plan)  # all or nothing, before the data is read
 
-    return _run(dataset, workload, domain, config, group_mode, generator, accountant, progress)
+    return _run(dataset, workload, domain, config, group_mode, generator, accountant, progress,
+                schema)
 
 
 def _check_inputs(dataset: object, workload: LinearWorkload) -> Domain:
@@ -246,7 +252,7 @@ class _Run:
 
 def _run(dataset: object, workload: LinearWorkload, domain: Domain, config: MWEMConfig,
          group_mode: bool, rng: np.random.Generator, accountant: Accountant,
-         progress: bool) -> MWEMResult:
+         progress: bool, schema: object) -> MWEMResult:
     split = config.budget_split()
     true_hist = dataset.histogram()  # type: ignore[attr-defined]
     if config.total is None:
@@ -333,7 +339,7 @@ def _run(dataset: object, workload: LinearWorkload, domain: Domain, config: MWEM
         ledger=accountant.ledger,
         privacy=accountant.spent(),
         trace=tuple(trace),
-        schema=getattr(dataset, "schema", None),
+        schema=schema,
     )
 
 

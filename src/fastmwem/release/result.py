@@ -53,7 +53,7 @@ class MWEMResult:
         ledger: the accountant's ledger after the run.
         privacy: the accountant's total spend after the run.
         trace: one :class:`RoundRecord` per round.
-        schema: the Schema used to decode sampled records, if the dataset had one.
+        schema: the public Schema that decodes sampled records, if one was given.
     """
 
     domain: Domain
