@@ -216,3 +216,13 @@ def test_synth_parities_need_binary_attributes(coded_csv, tmp_path, capsys):
                         "--workload", "parities:2"], capsys)
     assert code == 2 and "'b' has 3 values" in err
     assert not out.exists()
+
+
+def test_progress_bar_goes_to_stderr(coded_csv, tmp_path, capsys):
+    csv, domain = coded_csv
+    out = tmp_path / "syn.csv"
+    code, stdout, err = run(["synth", csv, "--domain", domain, "--epsilon", 1, "--out", out,
+                             "--rounds", 3, "--seed", 0, "--progress"], capsys)
+    assert code == 0
+    assert "MWEM" in err and "round" in err
+    assert stdout == ""
