@@ -2,15 +2,23 @@
 
 Every function in fastmwem that draws randomness takes an ``rng`` keyword and passes it through
 :func:`make_rng`. Nothing in the library touches numpy's global random state.
+
+By default (``rng=None``) the stream is ChaCha20, a cryptographically strong stream cipher
+(randomgen's ``ChaCha``), keyed with 256 bits from the operating system: someone who sees many
+outputs cannot recover the state and subtract the noise, as they could for a seeded PCG64 or
+Mersenne Twister (testing-and-audit.md s.1.1). An integer seed gives numpy's PCG64 instead:
+reproducible, fast, and *not* for real releases.
 """
 
 from __future__ import annotations
 
 import numbers
+import os
 
 import numpy as np
+from randomgen import ChaCha
 
-__all__ = ["make_rng", "RNGLike"]
+__all__ = ["make_rng", "secure_rng", "RNGLike"]
 
 RNGLike = "int | np.random.Generator | None"
 
@@ -19,9 +27,10 @@ def make_rng(seed: int | np.random.Generator | None = None) -> np.random.Generat
     """Return a numpy ``Generator``.
 
     Args:
-        seed: ``None`` for a generator seeded from the operating system's entropy (the default
-            for real releases), an ``int`` for a reproducible stream (tests, benchmarks), or an
-            existing ``Generator``, which is returned unchanged so that callers share one stream.
+        seed: ``None`` for a cryptographically strong generator keyed from the operating
+            system (:func:`secure_rng`, the default for real releases), an ``int`` for a
+            reproducible PCG64 stream (tests, benchmarks; not secure), or an existing
+            ``Generator``, which is returned unchanged so that callers share one stream.
 
     Returns:
         A ``numpy.random.Generator``.
@@ -39,7 +48,7 @@ def make_rng(seed: int | np.random.Generator | None = None) -> np.random.Generat
     True
     """
     if seed is None:
-        return np.random.default_rng()
+        return secure_rng()
     if isinstance(seed, np.random.Generator):
         return seed
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
@@ -49,3 +58,13 @@ def make_rng(seed: int | np.random.Generator | None = None) -> np.random.Generat
     if seed < 0:
         raise ValueError(f"rng seed must be a non-negative integer, got {seed}")
     return np.random.default_rng(int(seed))
+
+
+def secure_rng() -> np.random.Generator:
+    """A numpy ``Generator`` over ChaCha20 keyed with 256 bits of operating-system entropy.
+
+    >>> type(secure_rng().bit_generator).__name__
+    'ChaCha'
+    """
+    key = np.frombuffer(os.urandom(32), dtype=np.uint64)
+    return np.random.Generator(ChaCha(key=key, counter=0, rounds=20))
