@@ -13,6 +13,7 @@ was given one.
 
 from __future__ import annotations
 
+import abc
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -78,7 +79,7 @@ class Workload(Protocol):
     def row(self, query: int) -> np.ndarray: ...
 
 
-class LinearWorkload:
+class LinearWorkload(abc.ABC):
     """Shared behaviour of the workloads; subclasses implement ``answer``, ``answer_transpose``.
 
     The defaults treat each query as its own group and derive group operations from
@@ -89,20 +90,22 @@ class LinearWorkload:
 
     # -- to implement ------------------------------------------------------------------------
     @property
+    @abc.abstractmethod
     def n_queries(self) -> int:
-        raise NotImplementedError
+        """Number of queries."""
 
+    @abc.abstractmethod
     def answer(self, histogram: np.ndarray) -> np.ndarray:
         """Answers of every query on ``histogram``: an array of ``n_queries`` floats."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def answer_transpose(self, weights: np.ndarray) -> np.ndarray:
         """``sum_q weights[q] * q(x)`` for every cell ``x``: a flat array of ``domain.size``."""
-        raise NotImplementedError
 
     @property
+    @abc.abstractmethod
     def query_sensitivity(self) -> float:
-        raise NotImplementedError
+        """``max_x max_q |q(x)|``."""
 
     # -- groups ------------------------------------------------------------------------------
     @property

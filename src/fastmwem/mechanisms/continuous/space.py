@@ -7,6 +7,7 @@ bound), membership of a batch of points, and uniform draws.
 
 from __future__ import annotations
 
+import abc
 import math
 from dataclasses import dataclass
 
@@ -28,35 +29,40 @@ def as_points(points: object, dim: int, name: str = "points") -> np.ndarray:
     return arr
 
 
-class Space:
+class Space(abc.ABC):
     """Base class of the output spaces (a compact subset of R^d with Lebesgue base measure)."""
 
     @property
-    def dim(self) -> int:  # pragma: no cover - overridden
-        raise NotImplementedError
+    @abc.abstractmethod
+    def dim(self) -> int:
+        """Dimension d."""
 
     @property
-    def volume(self) -> float:  # pragma: no cover - overridden
-        raise NotImplementedError
+    @abc.abstractmethod
+    def volume(self) -> float:
+        """Lebesgue volume."""
 
     @property
     def log_volume(self) -> float:
         return math.log(self.volume)
 
     @property
-    def l1_diameter(self) -> float:  # pragma: no cover - overridden
-        raise NotImplementedError
+    @abc.abstractmethod
+    def l1_diameter(self) -> float:
+        """Largest L1 distance between two points of the space."""
 
     @property
-    def interior_point(self) -> np.ndarray:  # pragma: no cover - overridden
+    @abc.abstractmethod
+    def interior_point(self) -> np.ndarray:
         """A fixed, data-independent point of the space (used to pad work)."""
-        raise NotImplementedError
 
-    def contains(self, points: object) -> np.ndarray:  # pragma: no cover - overridden
-        raise NotImplementedError
+    @abc.abstractmethod
+    def contains(self, points: object) -> np.ndarray:
+        """Boolean membership of each row of ``points`` (shape (n, d))."""
 
-    def uniform(self, size: int, *, rng: object = None) -> np.ndarray:  # pragma: no cover
-        raise NotImplementedError
+    @abc.abstractmethod
+    def uniform(self, size: int, *, rng: object = None) -> np.ndarray:
+        """``size`` uniform draws from the space, shape (size, d)."""
 
 
 def _vector(value: object, name: str) -> np.ndarray:
