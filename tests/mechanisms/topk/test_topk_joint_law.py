@@ -13,7 +13,7 @@ import pytest
 from fastmwem.mechanisms.exponential import ExponentialMechanism, PermuteAndFlip
 from fastmwem.mechanisms.topk import JointTopK, PNFJointTopK, PrunedJointTopK
 from fastmwem.testing.stats import chi_square_pvalue
-from tests.topk._exact import errors, joint_law, lam_of, pnf_joint_law, pruned_law, tally
+from tests.mechanisms.topk._exact import errors, joint_law, lam_of, pnf_joint_law, pruned_law, tally
 
 ALPHA = 1e-3
 DRAWS = 5_000

@@ -1,4 +1,4 @@
-"""Shared helpers for the statistical tests of tests/core (not a test module)."""
+"""Shared helpers for the statistical tests of tests/mechanisms (not a test module)."""
 
 from __future__ import annotations
 

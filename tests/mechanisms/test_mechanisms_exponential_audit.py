@@ -16,7 +16,7 @@ import pytest
 
 from fastmwem.mechanisms import ExponentialMechanism, PermuteAndFlip
 from fastmwem.testing import clopper_pearson_epsilon_lower_bound
-from tests.core._sampling import select_counts
+from tests.mechanisms._sampling import select_counts
 
 EPS = 1.0
 SENS = 1.0
@@ -112,7 +112,7 @@ def test_empirical_epsilon_audit_large(kind):
 
 
 def report(runs: int = RUNS_SLOW, seed: int = 456) -> None:  # pragma: no cover
-    """Print the audit numbers over all pairs (``python -m tests.core.test_core_audit [runs]``)."""
+    """Print the audit numbers over all pairs (``python -m tests.mechanisms.test_mechanisms_exponential_audit [runs]``)."""
     for kind, cls in MECHANISMS.items():
         good = cls(epsilon=EPS, sensitivity=SENS)
         buggy = cls(epsilon=EPS, sensitivity=SENS, monotonic=True)

@@ -8,7 +8,7 @@ import pytest
 from fastmwem.mechanisms.exponential import ExponentialMechanism, PermuteAndFlip
 from fastmwem.mechanisms.topk import CDPPeel, PNFPeel, cdp_peel_epsilon, cdp_peel_local_epsilon
 from fastmwem.testing.stats import chi_square_pvalue
-from tests.topk._exact import peel_law, tally
+from tests.mechanisms.topk._exact import peel_law, tally
 
 ALPHA = 1e-3
 DRAWS = 5_000

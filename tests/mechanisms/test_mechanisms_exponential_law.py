@@ -18,7 +18,7 @@ from scipy.special import softmax
 
 from fastmwem.mechanisms import ExponentialMechanism, PermuteAndFlip
 from fastmwem.testing import chi_square_pvalue
-from tests.core._sampling import select_counts
+from tests.mechanisms._sampling import select_counts
 
 ALPHA = 1e-4
 N_DEFAULT = 20_000  # ~0.5 s per vector per mechanism through the public select (~25 us/draw)
