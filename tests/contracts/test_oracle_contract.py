@@ -1,0 +1,157 @@
+"""Contract every top-k oracle (index or structured workload) must meet.
+
+To cover a new oracle add one ``Case`` to ``CASES``: an id and a factory ``rng -> (oracle, keys)``
+where ``keys`` is the dense ``(n_keys, dimension)`` matrix the oracle stands for. The suite checks
+``search`` against a brute-force scan of ``keys`` (exact oracles only, since an inexact oracle has
+no contract beyond shapes and exact ``score``), ties, ``k > n_keys`` padding, and bad input.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+import numpy as np
+import pytest
+
+from fastmwem.indices import TopKOracle
+
+
+class Case(NamedTuple):
+    name: str
+    make: Callable[[np.random.Generator], tuple[object, np.ndarray]]
+
+
+class _Reference:
+    """The brute-force oracle the suite itself is checked with."""
+
+    exact = True
+    certified_gap = 0.0
+
+    def __init__(self, keys: np.ndarray) -> None:
+        self.keys = np.asarray(keys, dtype=np.float64)
+
+    @property
+    def n_keys(self) -> int:
+        return self.keys.shape[0]
+
+    @property
+    def dimension(self) -> int:
+        return self.keys.shape[1]
+
+    def search(self, queries, k):
+        queries = np.atleast_2d(np.asarray(queries, dtype=np.float64))
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k <= 0:
+            raise ValueError(f"k must be a positive integer, got {k!r}")
+        if queries.shape[1] != self.dimension:
+            raise ValueError(f"queries must have {self.dimension} columns")
+        if not np.all(np.isfinite(queries)):
+            raise ValueError("queries must be finite")
+        scores = queries @ self.keys.T
+        order = np.argsort(-scores, axis=1, kind="stable")[:, :k]
+        out_s = np.full((queries.shape[0], k), -np.inf)
+        out_i = np.full((queries.shape[0], k), -1, dtype=np.int64)
+        kk = order.shape[1]
+        out_i[:, :kk] = order
+        out_s[:, :kk] = np.take_along_axis(scores, order, axis=1)
+        return out_s, out_i
+
+    def score(self, ids, query):
+        return self.keys[np.asarray(ids, dtype=np.int64)] @ np.asarray(query, dtype=np.float64)
+
+
+def _reference(rng: np.random.Generator) -> tuple[object, np.ndarray]:
+    keys = rng.normal(size=(40, 6))
+    return _Reference(keys), keys
+
+
+CASES: list[Case] = [
+    Case("reference", _reference),
+]
+
+pytestmark = pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+
+
+def _queries(rng: np.random.Generator, d: int) -> list[np.ndarray]:
+    """Random and adversarial query vectors: gaussian, all equal, one spike, alternating signs."""
+    spike = np.zeros(d)
+    spike[rng.integers(d)] = 3.0
+    return [rng.normal(size=d), np.ones(d), np.zeros(d), spike,
+            np.where(np.arange(d) % 2 == 0, 1.0, -1.0), -rng.exponential(size=d)]
+
+
+def _check_topk(oracle, keys: np.ndarray, query: np.ndarray, k: int) -> None:
+    scores, ids = oracle.search(query[None, :], k)
+    assert scores.shape == (1, k) and ids.shape == (1, k)
+    assert ids.dtype == np.int64 and scores.dtype == np.float64
+    truth = np.sort(keys @ query)[::-1]
+    n_real = min(k, keys.shape[0])
+    got_ids = ids[0, :n_real]
+    assert np.all(got_ids >= 0) and np.unique(got_ids).size == n_real
+    # the returned scores are the keys' true scores, in descending order ...
+    np.testing.assert_allclose(scores[0, :n_real], keys[got_ids] @ query, rtol=1e-9, atol=1e-9)
+    assert np.all(np.diff(scores[0, :n_real]) <= 1e-9)
+    # ... and they are a top-k multiset (any tie-break is fine)
+    np.testing.assert_allclose(scores[0, :n_real], truth[:n_real], rtol=1e-9, atol=1e-9)
+    assert np.all(ids[0, n_real:] == -1) and np.all(scores[0, n_real:] == -np.inf)
+
+
+def test_is_a_topk_oracle(case):
+    oracle, keys = case.make(np.random.default_rng(0))
+    assert isinstance(oracle, TopKOracle)
+    assert oracle.n_keys == keys.shape[0] and oracle.dimension == keys.shape[1]
+    assert isinstance(oracle.exact, bool)
+
+
+def test_exact_topk_for_every_k(case):
+    rng = np.random.default_rng(1)
+    oracle, keys = case.make(rng)
+    if not oracle.exact:
+        pytest.skip("inexact oracle: no top-k contract")
+    n = keys.shape[0]
+    ks = sorted({1, 2, 3, max(1, n // 2), n - 1 if n > 1 else 1, n, n + 5})
+    for query in _queries(rng, keys.shape[1]):
+        for k in ks:
+            _check_topk(oracle, keys, query, k)
+
+
+def test_batch_search_matches_single_queries(case):
+    rng = np.random.default_rng(2)
+    oracle, keys = case.make(rng)
+    queries = np.stack(_queries(rng, keys.shape[1]))
+    scores, ids = oracle.search(queries, 4)
+    assert scores.shape == (queries.shape[0], 4)
+    for row, query in enumerate(queries):
+        single_scores, _ = oracle.search(query[None, :], 4)
+        np.testing.assert_allclose(scores[row], single_scores[0], rtol=1e-9, atol=1e-9)
+
+
+def test_score_is_exact(case):
+    rng = np.random.default_rng(3)
+    oracle, keys = case.make(rng)
+    ids = rng.integers(0, keys.shape[0], size=min(25, keys.shape[0]))
+    for query in _queries(rng, keys.shape[1]):
+        got = np.asarray(oracle.score(ids, query))
+        np.testing.assert_allclose(got, keys[ids] @ query, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("k", [0, -1, 2.5, True])
+def test_bad_k_is_refused(case, k):
+    oracle, keys = case.make(np.random.default_rng(4))
+    with pytest.raises((ValueError, TypeError), match="k"):
+        oracle.search(np.zeros((1, keys.shape[1])), k)
+
+
+def test_wrong_dimension_is_refused(case):
+    oracle, keys = case.make(np.random.default_rng(5))
+    with pytest.raises(ValueError):
+        oracle.search(np.zeros((1, keys.shape[1] + 1)), 1)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_non_finite_query_is_refused(case, bad):
+    oracle, keys = case.make(np.random.default_rng(6))
+    query = np.zeros((1, keys.shape[1]))
+    query[0, 0] = bad
+    with pytest.raises(ValueError):
+        oracle.search(query, 1)
