@@ -11,24 +11,6 @@ import pytest
 from fastmwem.cli import main
 
 
-@pytest.fixture
-def coded_csv(tmp_path):
-    rng = np.random.default_rng(0)
-    n = 3000
-    latent = rng.random(n) < 0.4
-    frame = pd.DataFrame({
-        "a": (rng.random(n) < np.where(latent, 0.9, 0.2)).astype(int),
-        "b": rng.integers(0, 3, n),
-        "c": (rng.random(n) < np.where(latent, 0.8, 0.1)).astype(int),
-        "d": rng.integers(0, 2, n),
-    })
-    csv = tmp_path / "data.csv"
-    frame.to_csv(csv, index=False)
-    domain = tmp_path / "domain.json"
-    domain.write_text(json.dumps({"a": 2, "b": 3, "c": 2, "d": 2}))
-    return csv, domain
-
-
 def run(argv, capsys):
     code = main([str(a) for a in argv])
     captured = capsys.readouterr()
@@ -46,7 +28,8 @@ def test_synth_from_csv_and_domain(coded_csv, tmp_path, capsys):
     assert list(frame.columns) == ["a", "b", "c", "d"]
     assert frame["b"].between(0, 2).all()
     payload = json.loads(report.read_text())
-    assert payload["private"] is True
+    assert payload["private"] is False  # seeded: the noise can be replayed
+    assert payload["not_private_because"] == ["seeded"]
     assert "evaluation" not in payload
     assert len(payload["rounds"]) == 5
     assert len(payload["privacy"]["ledger"]) == 11
@@ -62,6 +45,7 @@ def test_synth_rows_and_evaluate_marks_report_not_private(coded_csv, tmp_path, c
     assert len(pd.read_csv(out)) == 123
     payload = json.loads(report.read_text())
     assert payload["private"] is False
+    assert payload["not_private_because"] == ["seeded", "evaluated"]
     assert 0 <= payload["evaluation"]["mean_group_l1"] <= 2
     assert "NOT PRIVATE" in err
 

@@ -2,20 +2,26 @@
 
 Each subcommand lives in its own module of this package and exposes ``register(subparsers)``,
 which adds its parser and sets ``handler`` to a function ``(args) -> int``. Errors a user can fix
-are raised as :class:`CLIError` (or ``ValueError``/``TypeError`` from the library) and printed as
-one line on stderr with exit status 2.
+are raised as :class:`CLIError` (or ``ValueError``/``TypeError`` from the library, or an
+``OSError`` from the file system) and printed as one line on stderr with exit status 2; any other
+exception is a bug and keeps its traceback. Warnings are one line each. SIGTERM is turned into an
+exception, so that temporary output files are removed as for Ctrl-C (exit status 143 and 130).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+import warnings
+from collections.abc import Iterator, Sequence
 
 from fastmwem.accounting import BudgetExceededError
 
-__all__ = ["main", "CLIError", "SUBCOMMANDS"]
+__all__ = ["main", "CLIError", "SUBCOMMANDS", "Terminated", "print_warning", "warn_seeded"]
 
 #: Modules of this package that provide a subcommand, in the order shown by ``--help``.
 SUBCOMMANDS: tuple[str, ...] = ("synth", "topk")
@@ -23,6 +29,22 @@ SUBCOMMANDS: tuple[str, ...] = ("synth", "topk")
 
 class CLIError(Exception):
     """A problem with the command line or its input files, reported as one line."""
+
+
+class Terminated(BaseException):
+    """SIGTERM arrived; raised in the main thread so that cleanup code runs."""
+
+
+def print_warning(command: str, message: str, category: str = "PrivacyLeakWarning") -> None:
+    """One warning line on stderr."""
+    print(f"fastmwem {command}: warning ({category}): {message}", file=sys.stderr)
+
+
+def warn_seeded(command: str, extra: str = "") -> None:
+    """The warning line of a run given --seed (which never shows the seed itself)."""
+    print_warning(command, "--seed makes the noise reproducible: anyone who knows the seed can "
+                           "remove it, so this output is NOT private; use --seed for tests only"
+                  + extra)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -51,16 +73,64 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``fastmwem`` command; returns the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    command = args.command
     try:
-        return int(args.handler(args))
-    except (CLIError, ValueError, TypeError, BudgetExceededError, FileNotFoundError,
-            IsADirectoryError, PermissionError) as exc:
-        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        print(f"fastmwem {args.command}: error: {message}", file=sys.stderr)
+        with _sigterm_raises(), _one_line_warnings(command):
+            return int(args.handler(args))
+    except (CLIError, ValueError, TypeError, BudgetExceededError) as exc:
+        _error(command, str(exc) or type(exc).__name__)
+        return 2
+    except OSError as exc:
+        if exc.filename is not None and exc.strerror:
+            _error(command, f"cannot use {exc.filename!r}: {exc.strerror}")
+        else:
+            _error(command, str(exc) or type(exc).__name__)
+        return 2
+    except MemoryError:
+        _error(command, "out of memory: the run needs more memory than this machine has free "
+                        "(use fewer attributes, a smaller workload or fewer --rows)")
         return 2
     except KeyboardInterrupt:
-        print(f"fastmwem {args.command}: interrupted", file=sys.stderr)
+        print(f"fastmwem {command}: interrupted", file=sys.stderr)
         return 130
+    except Terminated:
+        print(f"fastmwem {command}: terminated", file=sys.stderr)
+        return 128 + signal.SIGTERM
+
+
+def _error(command: str, message: str) -> None:
+    print(f"fastmwem {command}: error: {message.splitlines()[0]}", file=sys.stderr)
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise Terminated(signum)
+
+
+@contextlib.contextmanager
+def _sigterm_raises() -> Iterator[None]:
+    """Within the block, SIGTERM raises :class:`Terminated` (Python's default just exits)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signal handlers can only be installed from the main thread
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+
+
+@contextlib.contextmanager
+def _one_line_warnings(command: str) -> Iterator[None]:
+    from fastmwem.mechanisms.seeding import SeededRunWarning
+
+    def show(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ANN001
+        print_warning(command, str(message).splitlines()[0], category.__name__)
+
+    with warnings.catch_warnings():
+        # The subcommand says this once, in terms of --seed.
+        warnings.simplefilter("ignore", SeededRunWarning)
+        warnings.showwarning = show
+        yield
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,57 +1,194 @@
-"""Atomic output files: written to a temporary file beside the target, then renamed."""
+"""Input and output files of a CLI run.
+
+Every path is checked before anything is read or any budget is spent: outputs must be creatable
+regular files that are neither an input nor another output of the run. Outputs are then written
+to temporary files beside their targets and renamed into place together at the end, so a failed
+or interrupted run leaves every output as it was.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import os
+import signal
+import stat
 import tempfile
-from collections.abc import Iterator
-from typing import IO
+from collections.abc import Callable, Iterator, Mapping
+from typing import IO, TypeVar
 
 import pandas as pd
 
-__all__ = ["atomic_open", "write_csv_atomic", "write_json_atomic", "check_output_path"]
+from fastmwem.cli import CLIError
+
+__all__ = ["check_input_file", "check_paths", "read_text_file", "staged_outputs",
+           "StagedOutputs"]
+
+T = TypeVar("T")
+
+_TMP_PREFIX = ".fastmwem-"
+_TMP_SUFFIX = ".tmp"
 
 
-def check_output_path(path: str, name: str) -> None:
-    """Fail early (before any privacy budget is spent) if ``path`` cannot be written."""
+def check_input_file(path: str, flag: str) -> None:
+    """Refuse an input that is missing, a directory, or not a regular file (a FIFO would hang)."""
+    if not path:
+        raise CLIError(f"{flag}: the path is empty")
+    if os.path.isdir(path):
+        raise CLIError(f"{flag}: {path!r} is a directory, not a file")
+    if not os.path.exists(path):
+        raise CLIError(f"{flag}: file {path!r} does not exist")
+    if not os.path.isfile(path):
+        raise CLIError(f"{flag}: {path!r} is not a regular file")
+
+
+def read_text_file(read: Callable[[str], T], path: str, flag: str) -> T:
+    """``read(path)``, with a text file that is not UTF-8 reported by flag and file name."""
+    try:
+        return read(path)
+    except UnicodeDecodeError:
+        # The codec's message shows the offending byte, which may be private data.
+        raise CLIError(f"{flag}: {path!r} is not UTF-8 text") from None
+
+
+def check_paths(outputs: Mapping[str, str | None], inputs: Mapping[str, str | None]) -> None:
+    """Check every output (and that no output is an input or another output) before the run.
+
+    Args:
+        outputs: output paths by flag (``None`` for an output not requested).
+        inputs: input paths by flag (``None`` for an input not given).
+    """
+    given_outputs = {flag: path for flag, path in outputs.items() if path is not None}
+    for flag, path in given_outputs.items():
+        _check_output(path, flag)
+    given_inputs = {flag: path for flag, path in inputs.items() if path}
+    seen: list[tuple[str, str]] = []
+    for flag, path in given_outputs.items():
+        for other_flag, other in given_inputs.items():
+            if _same_file(path, other):
+                raise CLIError(f"{flag}: {path!r} is the input {other_flag} {other!r}; "
+                               "refusing to write over an input")
+        for other_flag, other in seen:
+            if _same_file(path, other):
+                raise CLIError(f"{flag} and {other_flag} name the same file {path!r}")
+        seen.append((flag, path))
+
+
+def _check_output(path: str, flag: str) -> None:
+    if not path:
+        raise CLIError(f"{flag}: the path is empty")
+    if path.endswith(os.sep) or (os.altsep and path.endswith(os.altsep)):
+        raise CLIError(f"{flag}: {path!r} names a directory, not a file")
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as exc:
+        raise CLIError(f"{flag}: cannot use {path!r}: {exc.strerror}") from None
+    if mode is not None:
+        if stat.S_ISLNK(mode):
+            raise CLIError(f"{flag}: {path!r} is a symbolic link; refusing to write through it "
+                           "(give the target path itself)")
+        if stat.S_ISDIR(mode):
+            raise CLIError(f"{flag}: {path!r} is a directory, not a file")
+        if not stat.S_ISREG(mode):
+            raise CLIError(f"{flag}: {path!r} exists and is not a regular file (a device, FIFO "
+                           "or socket); refusing to replace it")
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
-        raise ValueError(f"{name}: directory {directory!r} does not exist")
-    if os.path.isdir(path):
-        raise ValueError(f"{name}: {path!r} is a directory")
-    if not os.access(directory, os.W_OK):
-        raise ValueError(f"{name}: directory {directory!r} is not writable")
+        raise CLIError(f"{flag}: directory {directory!r} does not exist")
+    # os.access can say yes as root where creation still fails (/proc, read-only mounts), so
+    # create and remove a real temporary file where the output will be staged.
+    try:
+        fd, probe = tempfile.mkstemp(prefix=_TMP_PREFIX, suffix=_TMP_SUFFIX, dir=directory)
+    except OSError as exc:
+        raise CLIError(f"{flag}: cannot create files in directory {directory!r} "
+                       f"({exc.strerror})") from None
+    os.close(fd)
+    os.unlink(probe)
+
+
+def _same_file(a: str, b: str) -> bool:
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)  # hard links, bind mounts
+    except OSError:  # one of them does not exist (yet)
+        return False
+
+
+class StagedOutputs:
+    """The outputs of one run, each written to a temporary file until :meth:`commit`."""
+
+    def __init__(self) -> None:
+        self._staged: list[tuple[str, str]] = []  # (temporary, target)
+
+    def write_csv(self, frame: pd.DataFrame, path: str, flag: str) -> None:
+        self._stage(path, flag, lambda fh: frame.to_csv(fh, index=False))
+
+    def write_json(self, payload: object, path: str, flag: str) -> None:
+        def dump(fh: IO[str]) -> None:
+            json.dump(payload, fh, indent=2, sort_keys=False)
+            fh.write("\n")
+
+        self._stage(path, flag, dump)
+
+    def _stage(self, path: str, flag: str, write: Callable[[IO[str]], None]) -> None:
+        directory = os.path.dirname(os.path.abspath(path))
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=_TMP_PREFIX, suffix=_TMP_SUFFIX, dir=directory)
+        except OSError as exc:
+            raise CLIError(f"{flag}: cannot write {path!r}: {exc.strerror or exc}") from None
+        # Registered before writing, so that discard() removes it whatever interrupts the write.
+        self._staged.append((tmp, path))
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+                write(fh)
+                fh.flush()
+                os.fsync(fh.fileno())
+        except OSError as exc:
+            raise CLIError(f"{flag}: cannot write {path!r}: {exc.strerror or exc}") from None
+
+    def commit(self) -> None:
+        """Rename every temporary file over its target, with SIGINT/SIGTERM held off meanwhile."""
+        with _signals_blocked():
+            try:
+                while self._staged:
+                    tmp, path = self._staged[0]
+                    os.replace(tmp, path)
+                    self._staged.pop(0)
+            except OSError as exc:
+                self.discard()
+                raise CLIError(f"cannot write {path!r}: {exc.strerror or exc}") from None
+
+    def discard(self) -> None:
+        """Remove every temporary file not yet renamed; the targets are left as they were."""
+        while self._staged:
+            tmp, _ = self._staged.pop()
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
 
 
 @contextlib.contextmanager
-def atomic_open(path: str, mode: str = "w") -> Iterator[IO[str]]:
-    """Open a temporary file next to ``path``; on success rename it over ``path``.
-
-    If the block raises, the temporary file is removed and ``path`` is left as it was, so a failed
-    run never leaves a half-written output.
-    """
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".fastmwem-", suffix=".tmp", dir=directory)
+def staged_outputs() -> Iterator[StagedOutputs]:
+    """Stage outputs in the block; commit them all if it ends normally, else discard them all."""
+    outputs = StagedOutputs()
     try:
-        with os.fdopen(fd, mode, encoding="utf-8", newline="") as fh:
-            yield fh
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        yield outputs
     except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
+        outputs.discard()
         raise
+    outputs.commit()
 
 
-def write_csv_atomic(frame: pd.DataFrame, path: str) -> None:
-    with atomic_open(path) as fh:
-        frame.to_csv(fh, index=False)
-
-
-def write_json_atomic(payload: object, path: str) -> None:
-    with atomic_open(path) as fh:
-        json.dump(payload, fh, indent=2, sort_keys=False)
-        fh.write("\n")
+@contextlib.contextmanager
+def _signals_blocked() -> Iterator[None]:
+    mask = {signal.SIGINT, signal.SIGTERM}
+    if not hasattr(signal, "pthread_sigmask"):  # pragma: no cover - not on POSIX
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, mask)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)

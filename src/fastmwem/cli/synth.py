@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import time
 
 from fastmwem.accounting import Accountant
-from fastmwem.cli import CLIError
-from fastmwem.cli._io import check_output_path, write_csv_atomic, write_json_atomic
+from fastmwem.cli import CLIError, warn_seeded
+from fastmwem.cli._io import check_input_file, check_paths, read_text_file, staged_outputs
 from fastmwem.data import Dataset, Domain
 from fastmwem.evaluation import relative_entropy, workload_error
 from fastmwem.release.mwem import MWEMConfig, mwem
+from fastmwem.release.result import MWEMResult
 from fastmwem.workloads.base import LinearWorkload
 from fastmwem.workloads.spec import WORKLOAD_HELP, parse_workload
 
@@ -51,7 +53,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--rows", type=int, default=None,
                         help="number of synthetic records (default: the noisy record count)")
     parser.add_argument("--seed", type=int, default=None,
-                        help="seed for reproducible runs (default: OS entropy; use for tests only)")
+                        help="seed for reproducible runs, for tests only: anyone who knows it can "
+                             "remove the noise, so a seeded run is NOT private (default: OS "
+                             "entropy). The seed is never written to any output")
     parser.add_argument("--report", help="write a JSON report: the privacy ledger and outputs")
     parser.add_argument("--evaluate", action="store_true",
                         help="add errors against the real data to the report; this marks the "
@@ -63,34 +67,83 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=run)
 
 
-def _load(args: argparse.Namespace) -> tuple[Dataset, object]:
-    """The dataset and its schema (or None), read and validated before any budget is spent."""
+def _inputs(args: argparse.Namespace) -> dict[str, str | None]:
+    """Every file the run reads, by flag (checked up front and never written over)."""
+    if args.demo:
+        from fastmwem.datasets import nltcs_paths
+
+        csv_path, domain_path = nltcs_paths()
+        return {"--demo": str(csv_path), "--demo domain": str(domain_path)}
+    return {"INPUT": args.input, "--domain": args.domain, "--schema": args.schema}
+
+
+def _check_sources(args: argparse.Namespace) -> None:
     if args.demo:
         if args.input or args.domain or args.schema:
             raise CLIError("--demo uses the bundled dataset: give no INPUT, --domain or --schema")
+        return
+    if not args.input:
+        raise CLIError("give an INPUT.csv (or --demo)")
+    if not args.domain and not args.schema:
+        raise CLIError("give --domain DOMAIN.json (codes) or --schema SCHEMA.json (raw values)")
+    for flag, path in _inputs(args).items():
+        if path is not None:
+            check_input_file(path, flag)
+
+
+def _load(args: argparse.Namespace) -> tuple[Dataset, object]:
+    """The dataset and its schema (or None), read and validated before any budget is spent."""
+    if args.demo:
         from fastmwem.datasets import load_nltcs
 
         return load_nltcs(), None
-    if not args.input:
-        raise CLIError("give an INPUT.csv (or --demo)")
-    if not os.path.isfile(args.input):
-        raise CLIError(f"input file {args.input!r} does not exist")
     if args.schema:
         from fastmwem.data.schema import Schema
 
-        schema = Schema.from_json(args.schema)
-        return schema.encode_csv(args.input), schema
-    if not args.domain:
-        raise CLIError("give --domain DOMAIN.json (codes) or --schema SCHEMA.json (raw values)")
-    domain = Domain.from_json(args.domain)
-    return Dataset.from_csv(args.input, domain), None
+        schema = read_text_file(Schema.from_json, args.schema, "--schema")
+        return read_text_file(schema.encode_csv, args.input, "INPUT"), schema
+    domain = read_text_file(Domain.from_json, args.domain, "--domain")
+    return read_text_file(lambda path: Dataset.from_csv(path, domain), args.input, "INPUT"), None
 
 
 def _check_numbers(args: argparse.Namespace) -> None:
     if args.rows is not None and args.rows < 1:
         raise CLIError(f"--rows must be >= 1, got {args.rows}")
     if args.seed is not None and args.seed < 0:
-        raise CLIError(f"--seed must be >= 0, got {args.seed}")
+        raise CLIError("--seed must be a non-negative integer")
+
+
+def _check_rows(rows: int | None, domain: Domain) -> None:
+    """Refuse a --rows whose records cannot fit in the memory this machine has free."""
+    if rows is None:
+        return
+    # Sampling holds the shuffled cells and about three int64 copies of each attribute's codes.
+    per_row = 8 * (3 * len(domain) + 2)
+    free = available_memory()
+    limit = free // per_row
+    if rows > limit:
+        raise CLIError(f"--rows {rows} needs about {_bytes(rows * per_row)} of memory for the "
+                       f"records; this machine has {_bytes(free)} free, enough for at most "
+                       f"{limit} rows")
+
+
+def available_memory() -> int:
+    """Bytes of memory available to this process now (MemAvailable, else physical memory)."""
+    with contextlib.suppress(OSError, ValueError):
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def _bytes(n: int) -> str:
+    value = float(n)
+    for unit in ("B", "KB", "MB", "GB", "TB", "PB"):
+        if value < 1024 or unit == "PB":
+            return f"{value:.1f} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def run(args: argparse.Namespace) -> int:
@@ -98,35 +151,26 @@ def run(args: argparse.Namespace) -> int:
     _check_numbers(args)
     config = MWEMConfig(epsilon=args.epsilon, rounds=args.rounds, reuse_passes=args.reuse_passes,
                         init=args.init, output=args.output, selection=args.selection)
-    check_output_path(args.out, "--out")
-    if args.report:
-        check_output_path(args.report, "--report")
-        if os.path.abspath(args.report) == os.path.abspath(args.out):
-            raise CLIError("--report and --out must be different files")
+    _check_sources(args)
+    check_paths({"--out": args.out, "--report": args.report}, _inputs(args))
     dataset, schema = _load(args)
+    _check_rows(args.rows, dataset.domain)
     workload = parse_workload(args.workload, dataset.domain, seed=args.seed)
     show_progress = sys.stderr.isatty() if args.progress is None else args.progress
 
+    if args.seed is not None:
+        warn_seeded("synth", '; the report says "private": false' if args.report else "")
     accountant = Accountant(epsilon=args.epsilon)
     result = mwem(dataset, workload, rng=args.seed, accountant=accountant, schema=schema,
                   progress=show_progress, **_options(config))
     records = result.sample(args.rows, rng=None if args.seed is None else args.seed + 1)
-    write_csv_atomic(records, args.out)
 
     evaluation = _evaluate(dataset, result.histogram, workload) if args.evaluate else None
-    if args.report:
-        report = result.report()
-        report["command"] = {
-            "input": "bundled:nltcs" if args.demo else os.path.basename(args.input),
-            "workload": args.workload,
-            "rounds": args.rounds,
-            "seed": args.seed,
-            "rows_written": len(records),
-        }
-        if args.evaluate:
-            report["private"] = False
-            report["evaluation"] = evaluation
-        write_json_atomic(report, args.report)
+    with staged_outputs() as outputs:
+        outputs.write_csv(records, args.out, "--out")
+        if args.report:
+            outputs.write_json(_report(args, result, len(records), evaluation), args.report,
+                               "--report")
     elapsed = time.perf_counter() - started
     print(f"wrote {len(records)} synthetic records to {args.out} "
           f"(epsilon={args.epsilon}, {args.rounds} rounds, {elapsed:.1f} s)", file=sys.stderr)
@@ -134,6 +178,23 @@ def run(args: argparse.Namespace) -> int:
         print("NOT PRIVATE evaluation against the real data: "
               + ", ".join(f"{k}={v:.4g}" for k, v in evaluation.items()), file=sys.stderr)
     return 0
+
+
+def _report(args: argparse.Namespace, result: MWEMResult, rows: int,
+            evaluation: dict[str, float] | None) -> dict[str, object]:
+    """The run's report; it never holds the seed (only whether there was one)."""
+    report = result.report()
+    report["command"] = {
+        "input": "bundled:nltcs" if args.demo else os.path.basename(args.input),
+        "workload": args.workload,
+        "rounds": args.rounds,
+        "rows_written": rows,
+    }
+    if evaluation is not None:
+        report["private"] = False
+        report["not_private_because"] = [*report["not_private_because"], "evaluated"]
+        report["evaluation"] = evaluation
+    return report
 
 
 def _options(config: MWEMConfig) -> dict[str, object]:

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
 import numpy as np
 import pandas as pd
 
-from fastmwem.cli import CLIError
-from fastmwem.cli._io import check_output_path, write_csv_atomic
+from fastmwem.cli import CLIError, warn_seeded
+from fastmwem.cli._io import check_input_file, check_paths, read_text_file, staged_outputs
 from fastmwem.mechanisms.topk import METHODS
 
 __all__ = ["register"]
@@ -50,17 +49,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--delta", type=float, default=None,
                         help=f"delta for --method cdp-peel (default {DEFAULT_DELTA:g})")
     parser.add_argument("--seed", type=int, default=None,
-                        help="seed for reproducible runs (default: OS entropy; tests only)")
+                        help="seed for reproducible runs, for tests only: anyone who knows it can "
+                             "undo the noise, so a seeded run is NOT private (default: OS "
+                             "entropy). The seed is never written to any output")
     parser.add_argument("--out", help="output CSV (rank,item); default: print to stdout")
     parser.set_defaults(handler=run)
 
 
 def _read_table(path: str) -> pd.DataFrame:
-    if not os.path.isfile(path):
-        raise CLIError(f"input file {path!r} not found")
     try:
-        return pd.read_csv(path, dtype=str, keep_default_na=False)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        return read_text_file(lambda p: pd.read_csv(p, dtype=str, keep_default_na=False), path,
+                              "INPUT")
+    except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
         raise CLIError(f"cannot read {path!r} as CSV: {str(exc).splitlines()[0]}") from None
 
 
@@ -81,8 +81,8 @@ def _parse_counts(col: pd.Series, name: str) -> np.ndarray:
     bad = ~np.isfinite(values) | (values < 0) | (values != np.floor(values))
     if bad.any():
         row = int(np.argmax(bad))
-        raise CLIError(f"--count-column: {name!r} must hold non-negative integers, got "
-                       f"{col.iloc[row]!r} on line {row + 2}")
+        raise CLIError(f"--count-column: {name!r} must hold non-negative integers; line "
+                       f"{row + 2} does not")
     if values.max() >= 2.0**53:
         raise CLIError(f"--count-column: counts in {name!r} must be below 2**53")
     return values.astype(np.int64)
@@ -96,8 +96,9 @@ def _item_counts(args: argparse.Namespace) -> tuple[list[str], np.ndarray]:
                                args.count_column)
         dup = items.duplicated()
         if dup.any():
-            raise CLIError(f"--count-column: item {items[dup].iloc[0]!r} appears on more than "
-                           "one row; give one row per item")
+            line = int(np.argmax(dup.to_numpy())) + 2
+            raise CLIError(f"--count-column: the item on line {line} appears on more than one "
+                           "row; give one row per item")
         table = pd.Series(counts, index=items.to_numpy())
     else:
         users = _column(frame, args.user_column, "--user-column", args.input)
@@ -106,9 +107,10 @@ def _item_counts(args: argparse.Namespace) -> tuple[list[str], np.ndarray]:
         table = pairs.groupby("item", sort=False).size()
     if args.items is not None:
         universe = _read_universe(args.items)
-        unknown = ~table.index.isin(universe)
+        unknown = ~items.isin(universe).to_numpy()
         if unknown.any():
-            raise CLIError(f"--items: item {table.index[unknown][0]!r} of the input is not in "
+            line = int(np.argmax(unknown)) + 2
+            raise CLIError(f"--items: the item on line {line} of the input is not in "
                            f"{args.items!r}")
         table = table.reindex(universe, fill_value=0)
     if table.empty:
@@ -117,13 +119,15 @@ def _item_counts(args: argparse.Namespace) -> tuple[list[str], np.ndarray]:
 
 
 def _read_universe(path: str) -> list[str]:
-    if not os.path.isfile(path):
-        raise CLIError(f"--items: file {path!r} not found")
-    with open(path, encoding="utf-8") as fh:
-        names = [line.strip() for line in fh if line.strip()]
+    names = read_text_file(_item_lines, path, "--items")
     if len(set(names)) != len(names):
         raise CLIError(f"--items: {path!r} lists an item twice")
     return names
+
+
+def _item_lines(path: str) -> list[str]:
+    with open(path, encoding="utf-8") as fh:
+        return [line.strip() for line in fh if line.strip()]
 
 
 def _mechanism(args: argparse.Namespace):
@@ -139,9 +143,11 @@ def _mechanism(args: argparse.Namespace):
 def run(args: argparse.Namespace) -> int:
     mech = _mechanism(args)  # checks k >= 1, epsilon, delta
     if args.seed is not None and args.seed < 0:
-        raise CLIError(f"--seed must be >= 0, got {args.seed}")
-    if args.out is not None:
-        check_output_path(args.out, "--out")
+        raise CLIError("--seed must be a non-negative integer")
+    for flag, path in (("INPUT", args.input), ("--items", args.items)):
+        if path is not None:
+            check_input_file(path, flag)
+    check_paths({"--out": args.out}, {"INPUT": args.input, "--items": args.items})
     names, counts = _item_counts(args)
     if args.k > counts.size:
         raise CLIError(f"--k {args.k} exceeds the number of items ({counts.size})")
@@ -150,10 +156,13 @@ def run(args: argparse.Namespace) -> int:
         print("fastmwem topk: warning (PrivacyLeakWarning): the candidate items are read from "
               "the input; the output is differentially private only if that item list is "
               "public. Pass --items FILE with the public item universe.", file=sys.stderr)
+    if args.seed is not None:
+        warn_seeded("topk")
     chosen = mech.select(counts, rng=args.seed)
     result = pd.DataFrame({"rank": np.arange(1, args.k + 1), "item": [names[i] for i in chosen]})
     if args.out is not None:
-        write_csv_atomic(result, args.out)
+        with staged_outputs() as outputs:
+            outputs.write_csv(result, args.out, "--out")
     else:
         result.to_csv(sys.stdout, index=False)
     print(f"fastmwem topk: {args.method}, {mech.privacy!r}, {args.neighbors} neighbours, "

@@ -7,6 +7,7 @@ with a cell-count penalty in the selection score.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from fastmwem.accounting import Accountant, BoundedRange, PrivacyEvent, PureDP, 
 from fastmwem.data.domain import Domain
 from fastmwem.mechanisms.exponential import ExponentialMechanism, PermuteAndFlip
 from fastmwem.mechanisms.laplace import Laplace
+from fastmwem.mechanisms.seeding import warn_if_seeded
 from fastmwem.random import make_rng
 from fastmwem.release.result import MWEMResult, RoundRecord
 from fastmwem.release.state import MWState
@@ -185,7 +187,9 @@ def mwem(
         workload: linear queries over the same domain.
         epsilon: total privacy budget.
         rounds: number of rounds T.
-        rng: seed or Generator (OS entropy by default).
+        rng: ``None`` (OS entropy, for releases), a Generator, or an integer seed for tests: a
+            seed emits a :class:`~fastmwem.mechanisms.seeding.SeededRunWarning` (a
+            ``PrivacyLeakWarning``) and the result's report says it is not private.
         accountant: accountant to charge; its ledger is in the result.
         schema: the public :class:`~fastmwem.data.Schema` the dataset was encoded with, so that
             ``result.sample()`` decodes records to raw labels. Its domain must be the dataset's.
@@ -211,11 +215,13 @@ def mwem(
     if schema is not None and getattr(schema, "domain", None) != domain:
         raise ValueError("schema must describe the dataset's domain")
     generator = make_rng(rng)
+    seeded = warn_if_seeded(rng, "mwem")
     plan = mwem_privacy_plan(config, workload)
     accountant.compose_all(plan)  # all or nothing, before the data is read
 
-    return _run(dataset, workload, domain, config, group_mode, generator, accountant, progress,
-                schema)
+    result = _run(dataset, workload, domain, config, group_mode, generator, accountant, progress,
+                  schema)
+    return dataclasses.replace(result, seeded=True) if seeded else result
 
 
 def _check_inputs(dataset: object, workload: LinearWorkload) -> Domain:

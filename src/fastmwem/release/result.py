@@ -54,6 +54,8 @@ class MWEMResult:
         privacy: the accountant's total spend after the run.
         trace: one :class:`RoundRecord` per round.
         schema: the public Schema that decodes sampled records, if one was given.
+        seeded: whether the run drew its noise from an integer seed; anyone who knows the seed
+            can remove the noise, so such a result is not private (its report says so).
     """
 
     domain: Domain
@@ -67,6 +69,7 @@ class MWEMResult:
     privacy: PrivacyEvent
     trace: tuple[RoundRecord, ...]
     schema: object = None
+    seeded: bool = False
 
     @property
     def distribution(self) -> np.ndarray:
@@ -95,9 +98,15 @@ class MWEMResult:
         return frame
 
     def report(self) -> dict[str, object]:
-        """A JSON-ready record of the private outputs and the privacy ledger only."""
+        """A JSON-ready record of the private outputs and the privacy ledger only.
+
+        ``"private"`` is false, with the reasons in ``"not_private_because"``, when the run was
+        seeded. The seed itself is never recorded.
+        """
+        reasons = ["seeded"] if self.seeded else []
         return {
-            "private": True,
+            "private": not reasons,
+            "not_private_because": reasons,
             "privacy": {"spent": repr(self.privacy), "ledger": ledger_records(self.ledger)},
             "domain": self.domain.to_dict(),
             "record_count": self.total,

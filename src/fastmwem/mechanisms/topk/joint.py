@@ -10,6 +10,7 @@ import numpy as np
 from fastmwem._validation import check_epsilon, check_int, check_probability
 from fastmwem.accounting import Accountant, BoundedRange, PureDP
 from fastmwem.mechanisms.base import charge
+from fastmwem.mechanisms.seeding import warn_if_seeded
 from fastmwem.mechanisms.topk._common import (
     check_counts,
     check_k,
@@ -65,6 +66,7 @@ class _JointBase:
         values = check_counts(counts)
         check_k_fits(self.k, values.size)
         generator = make_rng(rng)
+        warn_if_seeded(rng, label, stacklevel=4)
         charge(accountant, self.privacy, label)  # type: ignore[attr-defined]
         sc = SortedCounts(values, self.k)
         if self.level_cap is None:
@@ -186,6 +188,7 @@ class PrunedJointTopK:
         values = check_counts(counts)
         check_k_fits(self.k, values.size)
         generator = make_rng(rng)
+        warn_if_seeded(rng, "pruned joint top-k")
         tau = self.tau(values.size)
         charge(accountant, self.privacy, "pruned joint top-k")
         sc = SortedCounts(values, self.k)

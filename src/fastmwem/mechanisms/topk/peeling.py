@@ -15,6 +15,7 @@ import numpy as np
 from fastmwem._validation import check_epsilon, check_int, check_probability
 from fastmwem.accounting import Accountant, ApproxDP, PureDP
 from fastmwem.mechanisms.base import charge
+from fastmwem.mechanisms.seeding import warn_if_seeded
 from fastmwem.mechanisms.topk._common import (
     check_counts,
     check_k,
@@ -118,6 +119,7 @@ class PNFPeel:
         values = check_counts(counts)
         check_k_fits(self.k, values.size)
         generator = make_rng(rng)
+        warn_if_seeded(rng, "pnf-peel top-k")
         charge(accountant, self.privacy, "pnf-peel top-k")
         x = _gaps(values)
         scale = 1.0 / self.rate
@@ -171,6 +173,7 @@ class CDPPeel:
         values = check_counts(counts)
         check_k_fits(self.k, values.size)
         generator = make_rng(rng)
+        warn_if_seeded(rng, "cdp-peel top-k")
         charge(accountant, self.privacy, "cdp-peel top-k")
         scale = delta_of(self.neighbors) / self.local_epsilon
         noisy = _gaps(values) + generator.gumbel(scale=scale, size=values.size)
@@ -214,6 +217,7 @@ class LaplaceTopK:
         values = check_counts(counts)
         check_k_fits(self.k, values.size)
         generator = make_rng(rng)
+        warn_if_seeded(rng, "laplace top-k")
         charge(accountant, self.privacy, "laplace top-k")
         noisy = _gaps(values) + generator.laplace(scale=self.scale(values.size),
                                                   size=values.size)
@@ -251,6 +255,7 @@ class GammaTopK:
         values = check_counts(counts)
         check_k_fits(self.k, values.size)
         generator = make_rng(rng)
+        warn_if_seeded(rng, "gamma top-k")
         charge(accountant, self.privacy, "gamma top-k")
         radius = generator.gamma(values.size + 1, 1.0 / float(self.epsilon))
         noisy = _gaps(values) + radius * generator.uniform(-1.0, 1.0, size=values.size)
