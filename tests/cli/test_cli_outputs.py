@@ -6,6 +6,7 @@ import errno
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 
@@ -16,6 +17,17 @@ SYNTH = ("--epsilon", 1, "--workload", "marginals:2", "--rounds", 2, "--reuse-pa
 
 def _tmp_files(directory):
     return sorted(p.name for p in directory.iterdir() if p.name.startswith(".fastmwem-"))
+
+
+def _device(directory):
+    """A character device like /dev/null, made in ``directory`` so that a regression in the
+    refusal replaces a throw-away node, not the system's /dev/null (the tests may run as root)."""
+    path = directory / "null-device"
+    try:
+        os.mknod(path, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    except (PermissionError, AttributeError):
+        pytest.skip("cannot create a device node here (needs root)")
+    return path
 
 
 def _refused(result, *words):
@@ -94,7 +106,7 @@ def test_symlink_fifo_device_and_directory_outputs_are_refused(cli, coded_csv, t
     _refused(_synth(cli, coded_csv, "--out", fifo), "--out", "not a regular file")
     _refused(_synth(cli, coded_csv, "--out", tmp_path / "o.csv", "--report", fifo),
              "--report", "not a regular file")
-    _refused(_synth(cli, coded_csv, "--out", os.devnull), "not a regular file")
+    _refused(_synth(cli, coded_csv, "--out", _device(tmp_path)), "not a regular file")
     _refused(_synth(cli, coded_csv, "--out", tmp_path), "--out", "is a directory")
     _refused(_synth(cli, coded_csv, "--out", f"{tmp_path / 'new'}{os.sep}"), "directory")
     assert not (tmp_path / "o.csv").exists()

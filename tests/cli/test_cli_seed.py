@@ -39,6 +39,11 @@ def test_unseeded_synth_is_private_and_does_not_warn(cli, coded_csv, tmp_path):
     assert _warning_lines(err) == []
     payload = json.loads(report.read_text())
     assert payload["private"] is True and payload["not_private_because"] == []
+    code, _, err = cli("synth", csv, "--domain", domain, *SYNTH, "--out", out,
+                       "--report", report, "--evaluate")
+    assert code == 0, err
+    payload = json.loads(report.read_text())
+    assert payload["private"] is False and payload["not_private_because"] == ["evaluated"]
 
 
 def test_seeded_topk_warns_and_never_shows_the_seed(cli, counts_csv, tmp_path):

@@ -104,8 +104,10 @@ def _check_output(path: str, flag: str) -> None:
     except OSError as exc:
         raise CLIError(f"{flag}: cannot create files in directory {directory!r} "
                        f"({exc.strerror})") from None
-    os.close(fd)
-    os.unlink(probe)
+    try:
+        os.close(fd)
+    finally:
+        os.unlink(probe)
 
 
 def _same_file(a: str, b: str) -> bool:

@@ -124,7 +124,7 @@ def _check_rows(rows: int | None, domain: Domain) -> None:
     if rows > limit:
         raise CLIError(f"--rows {rows} needs about {_bytes(rows * per_row)} of memory for the "
                        f"records; this machine has {_bytes(free)} free, enough for at most "
-                       f"{limit} rows")
+                       f"{limit:,} rows")
 
 
 def available_memory() -> int:
@@ -139,11 +139,11 @@ def available_memory() -> int:
 
 def _bytes(n: int) -> str:
     value = float(n)
-    for unit in ("B", "KB", "MB", "GB", "TB", "PB"):
-        if value < 1024 or unit == "PB":
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if value < 1024:
             return f"{value:.1f} {unit}"
         value /= 1024
-    raise AssertionError("unreachable")  # pragma: no cover
+    return f"{value:,.1f} PB"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -158,11 +158,11 @@ def run(args: argparse.Namespace) -> int:
     workload = parse_workload(args.workload, dataset.domain, seed=args.seed)
     show_progress = sys.stderr.isatty() if args.progress is None else args.progress
 
-    if args.seed is not None:
-        warn_seeded("synth", '; the report says "private": false' if args.report else "")
     accountant = Accountant(epsilon=args.epsilon)
     result = mwem(dataset, workload, rng=args.seed, accountant=accountant, schema=schema,
                   progress=show_progress, **_options(config))
+    if args.seed is not None:
+        warn_seeded("synth", '; the report says "private": false' if args.report else "")
     records = result.sample(args.rows, rng=None if args.seed is None else args.seed + 1)
 
     evaluation = _evaluate(dataset, result.histogram, workload) if args.evaluate else None

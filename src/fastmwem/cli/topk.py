@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pandas as pd
 
-from fastmwem.cli import CLIError, warn_seeded
+from fastmwem.cli import CLIError, print_warning, warn_seeded
 from fastmwem.cli._io import check_input_file, check_paths, read_text_file, staged_outputs
 from fastmwem.mechanisms.topk import METHODS
 
@@ -153,12 +153,12 @@ def run(args: argparse.Namespace) -> int:
         raise CLIError(f"--k {args.k} exceeds the number of items ({counts.size})")
     if args.items is None:
         # Public parameters must not come silently from private data: say so every time.
-        print("fastmwem topk: warning (PrivacyLeakWarning): the candidate items are read from "
-              "the input; the output is differentially private only if that item list is "
-              "public. Pass --items FILE with the public item universe.", file=sys.stderr)
+        print_warning("topk", "the candidate items are read from the input; the output is "
+                              "differentially private only if that item list is public. Pass "
+                              "--items FILE with the public item universe.")
+    chosen = mech.select(counts, rng=args.seed)
     if args.seed is not None:
         warn_seeded("topk")
-    chosen = mech.select(counts, rng=args.seed)
     result = pd.DataFrame({"rank": np.arange(1, args.k + 1), "item": [names[i] for i in chosen]})
     if args.out is not None:
         with staged_outputs() as outputs:
