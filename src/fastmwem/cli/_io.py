@@ -11,6 +11,8 @@ from typing import IO
 
 import pandas as pd
 
+from fastmwem.data import write_csv
+
 __all__ = ["atomic_open", "write_csv_atomic", "write_json_atomic", "check_output_path"]
 
 
@@ -47,8 +49,9 @@ def atomic_open(path: str, mode: str = "w") -> Iterator[IO[str]]:
 
 
 def write_csv_atomic(frame: pd.DataFrame, path: str) -> None:
+    """Write ``frame`` with :func:`fastmwem.data.write_csv`, which the tool reads back exactly."""
     with atomic_open(path) as fh:
-        frame.to_csv(fh, index=False)
+        write_csv(frame, fh)
 
 
 def write_json_atomic(payload: object, path: str) -> None:

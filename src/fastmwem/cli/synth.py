@@ -73,6 +73,8 @@ def _load(args: argparse.Namespace) -> tuple[Dataset, object]:
         return load_nltcs(), None
     if not args.input:
         raise CLIError("give an INPUT.csv (or --demo)")
+    if os.path.isdir(args.input):
+        raise CLIError(f"input file {args.input!r} is a directory, not a file")
     if not os.path.isfile(args.input):
         raise CLIError(f"input file {args.input!r} does not exist")
     if args.schema:
