@@ -453,3 +453,13 @@ def test_categories_with_carriage_returns_round_trip_through_csv(tmp_path):
     path = tmp_path / "out.csv"
     write_csv(schema.decode(codes), path)
     np.testing.assert_array_equal(schema.encode_csv(path).records, codes)
+
+
+@pytest.mark.parametrize("values", [["secret", ""], [1, "1", "secret"], ["secret", (1, 2)]])
+def test_infer_errors_do_not_echo_private_values(values):
+    df = pd.DataFrame({"x": pd.Series(values, dtype=object)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        with pytest.raises(ValueError, match="column 'x' cannot be a categorical column") as info:
+            Schema.infer(df, allow_private_inference=True)
+    assert "secret" not in str(info.value) and "repeated" not in str(info.value)

@@ -440,6 +440,21 @@ class Integer:
 ColumnSpec = Union[Categorical, Numeric, Integer]
 _SPEC_TYPES = (Categorical, Numeric, Integer)
 
+
+def _infer_categorical(name: str, col: pd.Series) -> Categorical:
+    values = pd.unique(col.to_numpy(dtype=object))
+    try:
+        labels = sorted((_check_label(v, f"value of {name!r}") for v in values),
+                        key=lambda v: (type(v).__name__, v))
+        return Categorical(name, labels)
+    except (TypeError, ValueError):
+        # the values are private: say what kind of value is wrong, never which one
+        raise ValueError(
+            f"column {name!r} cannot be a categorical column: it holds an empty string, a "
+            "non-finite number, a value that is neither text nor a number, or two values with "
+            "the same text (such as 1 and '1'); declare the schema instead"
+        ) from None
+
 _KEYS = {
     "categorical": ({"name", "type", "categories"}, {"other"}),
     "numeric": ({"name", "type"}, {"lower", "upper", "bins", "edges", "clip"}),
@@ -614,10 +629,7 @@ class Schema:
                 else:
                     specs.append(Numeric(name, lo, hi if hi > lo else lo + 1.0, bins=k))
             else:
-                values = pd.unique(col.to_numpy(dtype=object))
-                labels = sorted((_check_label(v, f"value of {name!r}") for v in values),
-                                key=lambda v: (type(v).__name__, v))
-                specs.append(Categorical(name, labels))
+                specs.append(_infer_categorical(name, col))
         return cls(specs)
 
     # -- accessors ---------------------------------------------------------------------------
