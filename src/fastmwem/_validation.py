@@ -77,10 +77,11 @@ def check_scores(scores: object, name: str = "scores") -> np.ndarray:
         arr = np.asarray(scores)
     except ValueError as exc:  # ragged nested sequences
         raise ValueError(f"{name} must be a 1-D array of real numbers: {exc}") from None
+    if arr.dtype == np.bool_:
+        # True/False are not scores: a mask passed by mistake would silently become 1/0
+        raise TypeError(f"{name} must hold real numbers, not booleans (dtype bool)")
     if arr.dtype == object or not (
-        np.issubdtype(arr.dtype, np.integer)
-        or np.issubdtype(arr.dtype, np.floating)
-        or arr.dtype == np.bool_
+        np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)
     ):
         raise TypeError(f"{name} must hold real numbers, got dtype {arr.dtype}")
     if arr.ndim != 1:

@@ -185,14 +185,15 @@ def test_spec_validation():
 # -- bad input: each message names the column and the first rows ----------------------------
 
 
-def test_unknown_categories_listed_without_other():
+def test_unknown_categories_listed_by_row_without_their_values():
     s = Schema([Categorical("color", ["red", "blue"])])
     df = pd.DataFrame({"color": ["red", "green", "blue", "pink", "green"]})
     with pytest.raises(ValueError) as exc:
         s.encode(df)
     msg = str(exc.value)
     assert "column 'color' has 3 values that are not declared categories, first rows [1, 3, 4]" in msg
-    assert "'green'" in msg and "'pink'" in msg
+    # a private cell value can identify a record: rows are named, values never are
+    assert "green" not in msg and "pink" not in msg
 
 
 def test_other_never_drops_rows():
@@ -347,3 +348,118 @@ def test_encode_csv_with_utf8_bom(tmp_path):
     path = tmp_path / "bom.csv"
     path.write_bytes("c,k\nb,3\na,0\n".encode("utf-8-sig"))
     np.testing.assert_array_equal(s.encode_csv(path).records, [[1, 3], [0, 0]])
+
+
+# -- issue 8: specs that cannot be written and read back, or that cannot fit ------------------
+
+
+@pytest.mark.parametrize("make", [
+    lambda: Categorical("c", ["", "x"]),
+    lambda: Categorical("c", ["x"], other=""),
+])
+def test_empty_string_labels_are_refused(make):
+    # an empty CSV cell means "missing", and a blank line is skipped: "" could never be read back
+    with pytest.raises(ValueError, match="must not be the empty string"):
+        make()
+
+
+_ULP1 = np.nextafter(1.0, 2.0)
+
+
+@pytest.mark.parametrize("make,message", [
+    (lambda: Numeric("x", -1e308, 1e308, bins=4), "upper - lower overflows"),
+    (lambda: Numeric("x", -1.7e308, 1.7e308, bins=1), "upper - lower overflows"),
+    (lambda: Numeric("x", edges=[-1e308, 0, 1e308]), None),
+    (lambda: Numeric("x", edges=[-1e308, 1e308]), "wider than the largest float"),
+    (lambda: Numeric("x", 0, 5e-324, bins=2), "too narrow"),
+    # one-ulp bins: the midpoint of [1 + ulp, 1 + 2 ulp) rounds (to even) onto its right edge
+    (lambda: Numeric("x", edges=[1.0, _ULP1, np.nextafter(_ULP1, 2.0)]), "too narrow"),
+])
+def test_numeric_bins_are_finite_and_hold_their_midpoints(make, message):
+    if message is None:  # wide but finite bins are fine, and midpoints stay finite
+        spec = make()
+        assert np.all(np.isfinite(spec.midpoints()))
+        codes = np.array([0, 1])
+        decoded = spec.decode(codes, np.random.default_rng(0))
+        assert np.all(np.isfinite(decoded))
+        np.testing.assert_array_equal(spec.encode(decoded)[0], codes)
+        return
+    with pytest.raises(ValueError, match=message):
+        make()
+
+
+def test_huge_but_finite_bounds_decode_to_finite_midpoints():
+    spec = Numeric("x", 1e308, 1.7e308, bins=3)
+    mids = spec.midpoints()
+    assert np.all(np.isfinite(mids))
+    np.testing.assert_array_equal(spec.encode(pd.Series(mids))[0], [0, 1, 2])
+
+
+@pytest.mark.parametrize("make", [
+    lambda: Numeric("x", 0, 1, bins=200_000_000),
+    lambda: Integer("x", 0, 200_000_000),
+    lambda: Integer("x", -(2**62), 2**62),
+])
+def test_columns_beyond_the_dense_limit_are_refused_before_allocating(make):
+    with pytest.raises(ValueError, match="MAX_DENSE_CELLS"):
+        make()
+
+
+def test_the_limit_follows_max_dense_cells(monkeypatch):
+    import fastmwem.workloads.base as base
+
+    monkeypatch.setattr(base, "MAX_DENSE_CELLS", 4)
+    Categorical("c", ["a", "b", "c"], other="d")
+    Integer("k", 1, 4)
+    Numeric("x", edges=[0, 1, 2, 3, 4])
+    for make in (lambda: Categorical("c", ["a", "b", "c", "d"], other="e"),
+                 lambda: Integer("k", 0, 4), lambda: Numeric("x", 0, 1, bins=5),
+                 lambda: Numeric("x", edges=[0, 1, 2, 3, 4, 5])):
+        with pytest.raises(ValueError, match="dense limit MAX_DENSE_CELLS = 4"):
+            make()
+
+
+def test_schema_file_with_a_huge_bins_count_is_a_clear_error(tmp_path):
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps({"columns": [
+        {"name": "x", "type": "numeric", "lower": 0, "upper": 1, "bins": 200_000_000}]}))
+    with pytest.raises(ValueError, match=r"schema column 0: bins of 'x' gives 200000000 values"):
+        Schema.from_json(path)
+
+
+def test_schema_file_repeated_keys_encoding_and_directory(tmp_path):
+    path = tmp_path / "s.json"
+    path.write_text('{"columns": [{"name": "a", "type": "integer", "lower": 0, "upper": 3, '
+                    '"upper": 5}]}')
+    with pytest.raises(ValueError, match="repeats the key 'upper' in one object"):
+        Schema.from_json(path)
+    path.write_text('{"columns": [], "columns": [{"name": "a", "type": "integer", '
+                    '"lower": 0, "upper": 3}]}')
+    with pytest.raises(ValueError, match="repeats the key 'columns'"):
+        Schema.from_json(path)
+    path.write_bytes(b'{"columns": [{"name": "\xe9", "type": "integer", "lower": 0, "upper": 3}]}')
+    with pytest.raises(ValueError, match=r"schema file .*s\.json' is not UTF-8 text \(first bad "
+                                         r"byte at offset 23, line 1\)"):
+        Schema.from_json(path)
+    with pytest.raises(IsADirectoryError, match="schema file .* is a directory"):
+        Schema.from_json(tmp_path)
+
+
+def test_categories_with_carriage_returns_round_trip_through_csv(tmp_path):
+    from fastmwem.data import write_csv
+
+    schema = Schema([Categorical("c", ["a\rb", "a", "b"]), Integer("k", 0, 1)])
+    codes = np.array([[0, 1], [1, 0], [2, 1], [0, 0]])
+    path = tmp_path / "out.csv"
+    write_csv(schema.decode(codes), path)
+    np.testing.assert_array_equal(schema.encode_csv(path).records, codes)
+
+
+@pytest.mark.parametrize("values", [["secret", ""], [1, "1", "secret"], ["secret", (1, 2)]])
+def test_infer_errors_do_not_echo_private_values(values):
+    df = pd.DataFrame({"x": pd.Series(values, dtype=object)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        with pytest.raises(ValueError, match="column 'x' cannot be a categorical column") as info:
+            Schema.infer(df, allow_private_inference=True)
+    assert "secret" not in str(info.value) and "repeated" not in str(info.value)

@@ -20,6 +20,7 @@ from typing import IO, TypeVar
 import pandas as pd
 
 from fastmwem.cli import CLIError
+from fastmwem.data import write_csv
 
 __all__ = ["check_input_file", "check_paths", "read_text_file", "staged_outputs",
            "StagedOutputs"]
@@ -126,7 +127,7 @@ class StagedOutputs:
         self._staged: list[tuple[str, str]] = []  # (temporary, target)
 
     def write_csv(self, frame: pd.DataFrame, path: str, flag: str) -> None:
-        self._stage(path, flag, lambda fh: frame.to_csv(fh, index=False))
+        self._stage(path, flag, lambda fh: write_csv(frame, fh))
 
     def write_json(self, payload: object, path: str, flag: str) -> None:
         def dump(fh: IO[str]) -> None:

@@ -9,7 +9,9 @@ import numpy as np
 import pandas as pd
 
 from fastmwem.cli import CLIError, print_warning, warn_seeded
-from fastmwem.cli._io import check_input_file, check_paths, read_text_file, staged_outputs
+from fastmwem.cli._io import check_input_file, check_paths, staged_outputs
+from fastmwem.data import read_csv_columns, read_lines, write_csv
+from fastmwem.data.csvfile import read_csv_header
 from fastmwem.mechanisms.topk import METHODS
 
 __all__ = ["register"]
@@ -56,78 +58,96 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=run)
 
 
-def _read_table(path: str) -> pd.DataFrame:
-    try:
-        return read_text_file(lambda p: pd.read_csv(p, dtype=str, keep_default_na=False), path,
-                              "INPUT")
-    except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
-        raise CLIError(f"cannot read {path!r} as CSV: {str(exc).splitlines()[0]}") from None
+def _read_table(args: argparse.Namespace) -> pd.DataFrame:
+    """The item column and the count or user column, as exact text; refuses malformed files."""
+    wanted = [("--item-column", args.item_column)]
+    wanted += [("--count-column", args.count_column)] if args.count_column is not None else []
+    wanted += [("--user-column", args.user_column)] if args.user_column is not None else []
+    if len({name for _, name in wanted}) < len(wanted):
+        raise CLIError(f"{wanted[1][0]} and --item-column must name different columns")
+    header = read_csv_header(args.input, "input file")
+    for flag, name in wanted:
+        if name not in header:
+            raise CLIError(f"{flag}: column {name!r} not in {args.input!r} (columns: "
+                           f"{', '.join(header)})")
+    frame = read_csv_columns(args.input, [name for _, name in wanted], extra_columns="ignore",
+                             what="input file")
+    if frame.empty:
+        raise CLIError(f"input file {args.input!r} has a header but no data rows")
+    return frame
 
 
-def _column(frame: pd.DataFrame, name: str, flag: str, path: str) -> pd.Series:
-    if name not in frame.columns:
-        raise CLIError(f"{flag}: column {name!r} not in {path!r} (columns: "
-                       f"{', '.join(map(str, frame.columns))})")
-    col = frame[name].str.strip()
-    empty = col == ""
+def _first(mask: pd.Series | np.ndarray) -> int:
+    return int(np.argmax(np.asarray(mask)))
+
+
+def _column(frame: pd.DataFrame, name: str, flag: str) -> pd.Series:
+    """A key column (items or users): no empty cells, and compared exactly, never stripped."""
+    col = frame[name]
+    empty = col.isna()
     if empty.any():
-        row = int(np.argmax(empty.to_numpy())) + 2  # 1-based, after the header line
-        raise CLIError(f"{flag}: column {name!r} has an empty value on line {row}")
+        raise CLIError(f"{flag}: column {name!r} has an empty value on data row {_first(empty)} "
+                       "(0-based)")
+    padded = col != col.str.strip()
+    if padded.any():
+        raise CLIError(f"{flag}: column {name!r} has a value with leading or trailing whitespace "
+                       f"on data row {_first(padded)} (0-based); values are compared exactly "
+                       "(' A' and 'A' would be different), so remove the spaces")
     return col
 
 
 def _parse_counts(col: pd.Series, name: str) -> np.ndarray:
-    values = pd.to_numeric(col, errors="coerce").to_numpy(dtype=np.float64)
+    values = pd.to_numeric(col.str.strip(), errors="coerce").to_numpy(dtype=np.float64)
     bad = ~np.isfinite(values) | (values < 0) | (values != np.floor(values))
     if bad.any():
-        row = int(np.argmax(bad))
-        raise CLIError(f"--count-column: {name!r} must hold non-negative integers; line "
-                       f"{row + 2} does not")
+        # the offending cell is private: name its row, never its value
+        raise CLIError(f"--count-column: {name!r} must hold non-negative integers; data row "
+                       f"{_first(bad)} (0-based) does not")
     if values.max() >= 2.0**53:
         raise CLIError(f"--count-column: counts in {name!r} must be below 2**53")
     return values.astype(np.int64)
 
 
 def _item_counts(args: argparse.Namespace) -> tuple[list[str], np.ndarray]:
-    frame = _read_table(args.input)
-    items = _column(frame, args.item_column, "--item-column", args.input)
+    universe = None if args.items is None else _read_universe(args.items)
+    frame = _read_table(args)
+    items = _column(frame, args.item_column, "--item-column")
+    if universe is not None:
+        unknown = ~items.isin(universe)
+        if unknown.any():
+            raise CLIError(f"--items: the item on data row {_first(unknown)} (0-based) of the "
+                           f"input is not in {args.items!r}")
     if args.count_column is not None:
-        counts = _parse_counts(_column(frame, args.count_column, "--count-column", args.input),
+        counts = _parse_counts(_column(frame, args.count_column, "--count-column"),
                                args.count_column)
         dup = items.duplicated()
         if dup.any():
-            line = int(np.argmax(dup.to_numpy())) + 2
-            raise CLIError(f"--count-column: the item on line {line} appears on more than one "
-                           "row; give one row per item")
+            raise CLIError(f"--count-column: the item on data row {_first(dup)} (0-based) "
+                           "appears on more than one row; give one row per item")
         table = pd.Series(counts, index=items.to_numpy())
     else:
-        users = _column(frame, args.user_column, "--user-column", args.input)
+        users = _column(frame, args.user_column, "--user-column")
         # The contribution model: a user adds at most one to each item's count.
         pairs = pd.DataFrame({"user": users, "item": items}).drop_duplicates()
         table = pairs.groupby("item", sort=False).size()
-    if args.items is not None:
-        universe = _read_universe(args.items)
-        unknown = ~items.isin(universe).to_numpy()
-        if unknown.any():
-            line = int(np.argmax(unknown)) + 2
-            raise CLIError(f"--items: the item on line {line} of the input is not in "
-                           f"{args.items!r}")
+    if universe is not None:
         table = table.reindex(universe, fill_value=0)
-    if table.empty:
-        raise CLIError(f"{args.input!r} has no items")
     return [str(x) for x in table.index], table.to_numpy(dtype=np.int64)
 
 
 def _read_universe(path: str) -> list[str]:
-    names = read_text_file(_item_lines, path, "--items")
-    if len(set(names)) != len(names):
-        raise CLIError(f"--items: {path!r} lists an item twice")
-    return names
-
-
-def _item_lines(path: str) -> list[str]:
-    with open(path, encoding="utf-8") as fh:
-        return [line.strip() for line in fh if line.strip()]
+    """The public item list: one item per line, exact (no surrounding whitespace), no repeats."""
+    lines = read_lines(path, "--items file")
+    seen: dict[str, int] = {}
+    for number, item in lines:
+        if item in seen:
+            # the universe is public, so naming the item is safe
+            raise CLIError(f"--items: {path!r} lists {item!r} twice (lines {seen[item]} and "
+                           f"{number})")
+        seen[item] = number
+    if not seen:
+        raise CLIError(f"--items: {path!r} lists no items")
+    return list(seen)
 
 
 def _mechanism(args: argparse.Namespace):
@@ -164,7 +184,7 @@ def run(args: argparse.Namespace) -> int:
         with staged_outputs() as outputs:
             outputs.write_csv(result, args.out, "--out")
     else:
-        result.to_csv(sys.stdout, index=False)
+        write_csv(result, sys.stdout)
     print(f"fastmwem topk: {args.method}, {mech.privacy!r}, {args.neighbors} neighbours, "
           f"{counts.size} items", file=sys.stderr)
     return 0

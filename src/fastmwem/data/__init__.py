@@ -1,9 +1,11 @@
 """Domains, datasets of integer codes, and schemas that encode raw tables."""
 
+from fastmwem.data._files import read_lines
+from fastmwem.data.csvfile import read_csv_columns, write_csv
 from fastmwem.data.dataset import Dataset, codes_array, dense_cell_limit
 from fastmwem.data.domain import Domain
 from fastmwem.data.schema import Categorical, ColumnSpec, Integer, Numeric, Schema
-from fastmwem.data.warnings import PrivacyLeakWarning
+from fastmwem.data.warnings import PrivacyLeakWarning, SpreadsheetFormulaWarning
 
 __all__ = [
     "Categorical",
@@ -14,6 +16,10 @@ __all__ = [
     "Numeric",
     "PrivacyLeakWarning",
     "Schema",
+    "SpreadsheetFormulaWarning",
     "codes_array",
     "dense_cell_limit",
+    "read_csv_columns",
+    "read_lines",
+    "write_csv",
 ]

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import csv
-import os
 from collections.abc import Sequence
 
 import numpy as np
@@ -76,40 +74,6 @@ def check_frame(df: object, name: str = "df") -> pd.DataFrame:
         if not isinstance(c, str):
             raise TypeError(f"{name} column labels must be strings, got {c!r}")
     return df
-
-
-def read_csv_header(path: str | os.PathLike[str]) -> list[str]:
-    """The raw header of a CSV file (duplicates kept, unlike pandas; a UTF-8 BOM is skipped)."""
-    try:
-        with open(path, newline="", encoding="utf-8-sig") as fh:
-            header = next(csv.reader(fh), None)
-    except FileNotFoundError:
-        raise FileNotFoundError(f"CSV file {os.fspath(path)!r} does not exist") from None
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"CSV file {os.fspath(path)!r} is not UTF-8 text: {exc}") from None
-    if not header:
-        raise ValueError(f"CSV file {os.fspath(path)!r} is empty: it has no header row")
-    return header
-
-
-def read_csv_as_text(path: str | os.PathLike[str], columns: Sequence[str]) -> pd.DataFrame:
-    """Read ``columns`` of a CSV as text; only empty cells count as missing (NaN).
-
-    Keeping pandas' default NA words ("NA", "null", "None", ...) as ordinary text means a
-    category literally called "NA" survives, and a numeric column holding "NA" is reported as
-    non-numeric instead of silently becoming missing.
-    """
-    try:
-        return pd.read_csv(
-            path,
-            usecols=list(columns),
-            dtype=object,
-            keep_default_na=False,
-            na_values=[""],
-            encoding="utf-8-sig",
-        )[list(columns)]
-    except pd.errors.ParserError as exc:
-        raise ValueError(f"CSV file {os.fspath(path)!r} is malformed: {exc}") from None
 
 
 def to_numbers(values: pd.Series, column: str) -> tuple[np.ndarray, list[str]]:

@@ -11,13 +11,12 @@ import pandas as pd
 
 from fastmwem.data._checks import (
     check_columns,
-    check_extra_columns_option,
     check_frame,
     describe,
     raise_problems,
-    read_csv_header,
     to_numbers,
 )
+from fastmwem.data.csvfile import read_csv_columns
 from fastmwem.data.domain import Domain
 
 __all__ = ["Dataset", "codes_array", "dense_cell_limit"]
@@ -129,26 +128,15 @@ class Dataset:
                 domain and names them; ``"ignore"`` drops them.
 
         Raises:
-            FileNotFoundError: the file does not exist.
-            ValueError: empty file, no data rows, missing/extra/repeated columns, or bad cells
-                (the message names the file, the columns and the first 0-based data rows).
+            FileNotFoundError, IsADirectoryError: no such file, or a directory.
+            ValueError: not UTF-8, empty file, no data rows, missing/extra/repeated columns, a
+                row with more fields than the header, or bad cells (the message names the file,
+                the columns and the first 0-based data rows, never the cell values).
         """
         if not isinstance(domain, Domain):
             raise TypeError(f"domain must be a Domain, got {type(domain).__name__}")
-        mode = check_extra_columns_option(extra_columns)
         context = f"CSV file {os.fspath(path)!r}"
-        header = read_csv_header(path)
-        check_columns(header, domain.attributes, mode, context)
-        try:
-            df = pd.read_csv(
-                path,
-                usecols=list(domain.attributes),
-                keep_default_na=False,
-                na_values=[""],
-                encoding="utf-8-sig",
-            )
-        except pd.errors.ParserError as exc:
-            raise ValueError(f"{context} is malformed: {exc}") from None
+        df = read_csv_columns(path, domain.attributes, extra_columns=extra_columns, text=False)
         arr = _codes_from_frame(df, domain, allow_whole_floats=True, context=context)
         return cls._trusted(arr, domain)
 

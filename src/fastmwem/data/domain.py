@@ -9,6 +9,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from fastmwem._validation import check_int
+from fastmwem.data._files import load_json
 
 __all__ = ["Domain"]
 
@@ -64,12 +65,8 @@ class Domain:
 
     @classmethod
     def from_json(cls, path: str | os.PathLike[str]) -> Domain:
-        """Read a ``{"column": size}`` JSON file."""
-        try:
-            with open(path, encoding="utf-8") as fh:
-                raw = json.load(fh)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"domain file {os.fspath(path)!r} is not valid JSON: {exc}") from None
+        """Read a ``{"column": size}`` JSON file (a repeated column is an error)."""
+        raw = load_json(path, "domain file")
         if not isinstance(raw, dict):
             raise ValueError(f"domain file {os.fspath(path)!r} must hold a JSON object")
         return cls.from_dict(raw)

@@ -22,8 +22,12 @@ JSON format (``Schema.to_json`` / ``Schema.from_json``)::
 
 ``other`` and ``clip`` are optional (defaults ``null`` and ``false``); unknown keys are errors.
 
-Error messages quote row positions and, for unknown categories, a few offending values: they are
-meant for the data holder's console and must not be published alongside a release.
+Error messages name the file, the column and the first 0-based data rows of bad cells, never
+the cell values themselves (a value can identify a record). Declared labels are public and may be
+quoted. The empty string is not a valid label: in a CSV file an empty cell means "missing", and
+a blank line (the only cell of a one-column row) is skipped. Every spec has at most
+``MAX_DENSE_CELLS`` values (:func:`~fastmwem.data.dense_cell_limit`): a column with more could
+never be part of a histogram or marginal, and its bin table alone might not fit in memory.
 """
 
 from __future__ import annotations
@@ -46,11 +50,11 @@ from fastmwem.data._checks import (
     check_frame,
     describe,
     raise_problems,
-    read_csv_as_text,
-    read_csv_header,
     to_numbers,
 )
-from fastmwem.data.dataset import Dataset, codes_array
+from fastmwem.data._files import load_json
+from fastmwem.data.csvfile import read_csv_columns
+from fastmwem.data.dataset import Dataset, codes_array, dense_cell_limit
 from fastmwem.data.domain import Domain
 from fastmwem.data.warnings import PrivacyLeakWarning
 from fastmwem.random import make_rng
@@ -70,6 +74,10 @@ def _check_label(label: object, what: str) -> Label:
     if isinstance(label, (bool, np.bool_)):
         return bool(label)
     if isinstance(label, str):
+        if not label:
+            raise ValueError(
+                f"{what} must not be the empty string: an empty CSV cell means a missing value"
+            )
         return label
     if isinstance(label, numbers.Integral):
         return int(label)
@@ -96,9 +104,14 @@ def _check_whole(value: object, what: str) -> int:
     return int(value)
 
 
-def _short(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 24 else text[:21] + "..."
+def _check_size(size: int, what: str) -> None:
+    """Refuse a column with more values than any dense histogram may have, before allocating."""
+    limit = dense_cell_limit()
+    if size > limit:
+        raise ValueError(
+            f"{what} gives {size} values, more than the dense limit MAX_DENSE_CELLS = {limit}: "
+            "no histogram or marginal over this column could be built; use fewer bins"
+        )
 
 
 def _number(x: float) -> int | float:
@@ -143,6 +156,7 @@ class Categorical:
         oth = None if other is None else _check_label(other, f"other of {name!r}")
         if oth is not None and oth not in cats and str(oth) in texts:
             raise ValueError(f"other of {name!r} ({oth!r}) clashes with a category's text")
+        _check_size(len(cats) + (oth is not None and oth not in cats), f"categories of {name!r}")
         object.__setattr__(self, "name", name)
         object.__setattr__(self, "categories", cats)
         object.__setattr__(self, "other", oth)
@@ -177,10 +191,9 @@ class Categorical:
             if self.other is not None:
                 codes[unmatched] = labels.index(self.other)
             else:
-                examples = list(dict.fromkeys(obj[unmatched].tolist()))[:3]
                 problems.append(
                     describe(unmatched, self.name, "values that are not declared categories")
-                    + f" (e.g. {', '.join(_short(v) for v in examples)}; declare them or set other=)"
+                    + " (declare them or set other=)"
                 )
         return codes.astype(np.int64), problems
 
@@ -251,6 +264,12 @@ class Numeric:
             k = _check_whole(bins, f"bins of {name!r}")
             if k < 1:
                 raise ValueError(f"bins of {name!r} must be >= 1, got {k}")
+            _check_size(k, f"bins of {name!r}")
+            if not math.isfinite(hi - lo):
+                raise ValueError(
+                    f"numeric column {name!r}: upper - lower overflows ({lo}, {hi}); "
+                    "narrow the bounds"
+                )
             cut = np.linspace(lo, hi, k + 1)
             cut[0], cut[-1] = lo, hi
             edge_tuple = tuple(float(e) for e in cut)
@@ -261,6 +280,7 @@ class Numeric:
             edge_tuple = tuple(_check_real(e, f"edges of {name!r}") for e in edges)
             if len(edge_tuple) < 2:
                 raise ValueError(f"edges of {name!r} need at least 2 values, got {len(edge_tuple)}")
+            _check_size(len(edge_tuple) - 1, f"edges of {name!r}")
             if any(b <= a for a, b in zip(edge_tuple, edge_tuple[1:])):
                 raise ValueError(f"edges of {name!r} must be strictly increasing, got {list(edge_tuple)}")
             for bound, value, i in (("lower", lower, 0), ("upper", upper, -1)):
@@ -269,6 +289,7 @@ class Numeric:
                         f"{bound} of {name!r} ({value}) differs from its edges ({edge_tuple[i]})"
                     )
             equal = False
+        _check_bin_widths(name, np.asarray(edge_tuple))
         object.__setattr__(self, "name", name)
         object.__setattr__(self, "edges", edge_tuple)
         object.__setattr__(self, "clip", bool(clip))
@@ -288,8 +309,7 @@ class Numeric:
         return len(self.edges) - 1
 
     def midpoints(self) -> np.ndarray:
-        e = np.asarray(self.edges)
-        return (e[:-1] + e[1:]) / 2
+        return _midpoints(np.asarray(self.edges))
 
     def encode(self, values: pd.Series) -> tuple[np.ndarray, list[str]]:
         x, problems = to_numbers(values, self.name)
@@ -329,6 +349,27 @@ class Numeric:
         return out
 
 
+def _midpoints(e: np.ndarray) -> np.ndarray:
+    # lower + width / 2 stays finite whenever the width is (lower + upper may overflow)
+    return e[:-1] + np.diff(e) / 2
+
+
+def _check_bin_widths(name: str, e: np.ndarray) -> None:
+    """Every bin has a finite width and a midpoint inside it (decode then encode is the identity)."""
+    with np.errstate(over="ignore"):
+        widths = np.diff(e)
+    if not np.all(np.isfinite(widths)):
+        raise ValueError(
+            f"numeric column {name!r}: a bin is wider than the largest float; narrow the bounds"
+        )
+    mids = _midpoints(e)
+    if not np.all((e[:-1] <= mids) & (mids < e[1:])):
+        raise ValueError(
+            f"numeric column {name!r}: bins are too narrow for floating point (a bin's midpoint "
+            "does not lie inside it); use fewer bins or wider bounds"
+        )
+
+
 @dataclass(frozen=True)
 class Integer:
     """A column of whole numbers ``lower .. upper``; value ``v`` has code ``v - lower``.
@@ -352,6 +393,7 @@ class Integer:
         hi = _check_whole(upper, f"upper of {name!r}")
         if hi < lo:
             raise ValueError(f"integer column {name!r} needs lower <= upper, got {lo}, {hi}")
+        _check_size(hi - lo + 1, f"integer column {name!r} ({lo}..{hi})")
         if not isinstance(clip, (bool, np.bool_)):
             raise TypeError(f"clip of {name!r} must be True or False, got {clip!r}")
         object.__setattr__(self, "name", name)
@@ -397,6 +439,21 @@ class Integer:
 
 ColumnSpec = Union[Categorical, Numeric, Integer]
 _SPEC_TYPES = (Categorical, Numeric, Integer)
+
+
+def _infer_categorical(name: str, col: pd.Series) -> Categorical:
+    values = pd.unique(col.to_numpy(dtype=object))
+    try:
+        labels = sorted((_check_label(v, f"value of {name!r}") for v in values),
+                        key=lambda v: (type(v).__name__, v))
+        return Categorical(name, labels)
+    except (TypeError, ValueError):
+        # the values are private: say what kind of value is wrong, never which one
+        raise ValueError(
+            f"column {name!r} cannot be a categorical column: it holds an empty string, a "
+            "non-finite number, a value that is neither text nor a number, or two values with "
+            "the same text (such as 1 and '1'); declare the schema instead"
+        ) from None
 
 _KEYS = {
     "categorical": ({"name", "type", "categories"}, {"other"}),
@@ -486,11 +543,7 @@ class Schema:
     @classmethod
     def from_json(cls, path: str | os.PathLike[str]) -> Schema:
         """Read a schema JSON file (format in this module's docstring)."""
-        try:
-            with open(path, encoding="utf-8") as fh:
-                raw = json.load(fh)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"schema file {os.fspath(path)!r} is not valid JSON: {exc}") from None
+        raw = load_json(path, "schema file")
         try:
             return cls.from_dict(raw)
         except ValueError as exc:
@@ -576,10 +629,7 @@ class Schema:
                 else:
                     specs.append(Numeric(name, lo, hi if hi > lo else lo + 1.0, bins=k))
             else:
-                values = pd.unique(col.to_numpy(dtype=object))
-                labels = sorted((_check_label(v, f"value of {name!r}") for v in values),
-                                key=lambda v: (type(v).__name__, v))
-                specs.append(Categorical(name, labels))
+                specs.append(_infer_categorical(name, col))
         return cls(specs)
 
     # -- accessors ---------------------------------------------------------------------------
@@ -620,13 +670,13 @@ class Schema:
 
         Cells are read as text; only empty cells count as missing (so ``"NA"`` can be a
         category). Numeric cells are parsed as numbers; a categorical cell matches a label whose
-        text (``str(label)``) it equals exactly.
+        text (``str(label)``) it equals exactly. A row with more fields than the header is an
+        error. A table decoded by :meth:`decode` and written with :func:`~fastmwem.data.write_csv`
+        encodes back to the same codes.
         """
         mode = check_extra_columns_option(extra_columns)
         context = f"CSV file {os.fspath(path)!r}"
-        header = read_csv_header(path)
-        check_columns(header, self.names, mode, context)
-        df = read_csv_as_text(path, self.names)
+        df = read_csv_columns(path, self.names, extra_columns=mode)
         return self._encode(df, mode, context)
 
     def _encode(self, df: pd.DataFrame, mode: str, context: str) -> Dataset:
