@@ -70,6 +70,8 @@ class RandomCountingQueries(LinearWorkload):
     True
     """
 
+    nonnegative_queries = True
+
     def __init__(self, domain: Domain, n_queries: int, *, rng: int | np.random.Generator | None = None,
                  density: float = 0.5) -> None:
         self.domain = check_domain(domain)

@@ -103,6 +103,8 @@ class RangeQueries(LinearWorkload):
     'age in [2, 3]'
     """
 
+    nonnegative_queries = True
+
     def __init__(self, domain: Domain, attributes: str | Sequence[str], lower: object,
                  upper: object) -> None:
         self.domain = check_domain(domain)
