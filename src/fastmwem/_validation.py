@@ -206,6 +206,6 @@ def check_memory(nbytes: float, what: str, limit: int | None = None) -> None:
         source = (f"${MEMORY_LIMIT_ENV}" if limit is None and os.environ.get(MEMORY_LIMIT_ENV)
                   else "the memory limit" if limit is not None else "this machine's memory")
         raise ResourceLimitError(
-            f"{what} needs about {_size(nbytes)} of memory, more than {source} "
+            f"{what} would need about {_size(nbytes)} of memory, more than {source} "
             f"({_size(available)}); reduce the problem size"
         )

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fastmwem._validation import check_noise_scale
 from fastmwem.mechanisms.exponential import ExponentialMechanism, PermuteAndFlip
-from fastmwem.mechanisms.laplace import Laplace
 from fastmwem.workloads.base import MAX_QUERY_VALUE, LinearWorkload
 
 __all__ = ["MWEMSetup", "prepare", "check_workload", "SELECTORS"]
@@ -118,7 +118,8 @@ def prepare(config: object, workload: LinearWorkload) -> MWEMSetup:
     selector = SELECTORS[config.selection](  # type: ignore[attr-defined]
         epsilon=split["select"], sensitivity=score_sensitivity)
     # The largest measurement's noise must stay finite; smaller sensitivities then do too.
-    Laplace(epsilon=split["measure"], sensitivity=score_sensitivity)
+    check_noise_scale(score_sensitivity, split["measure"],
+                      f"each round's measurement (Laplace, sensitivity {score_sensitivity:.4g})")
     penalty = config.cell_penalty  # type: ignore[attr-defined]
     if penalty is None:
         penalty = score_sensitivity / split["measure"] if group_mode else 0.0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -12,10 +13,11 @@ from fastmwem.data.domain import Domain
 from fastmwem.workloads._common import (
     check_inplace_histogram,
     check_log_factors,
+    check_subset_count,
     flat_histogram,
     merged_layout,
 )
-from fastmwem.workloads.base import LinearWorkload, check_histogram
+from fastmwem.workloads.base import MAX_DENSE_CELLS, LinearWorkload, check_histogram
 
 __all__ = ["Marginals"]
 
@@ -62,7 +64,15 @@ class Marginals(LinearWorkload):
         self.attribute_sets: tuple[tuple[str, ...], ...] = tuple(
             tuple(domain.attributes[i] for i in axes) for axes in sets
         )
-        sizes = [int(np.prod([domain.shape[i] for i in axes])) for axes in sets]
+        # Python integers: a product of many large sizes would wrap around in int64.
+        sizes = [math.prod(domain.shape[i] for i in axes) for axes in sets]
+        for axes, size in zip(sets, sizes):
+            if size > MAX_DENSE_CELLS:
+                names = [domain.attributes[i] for i in axes]
+                raise ValueError(
+                    f"the marginal on {names} has {size} cells, more than the dense limit "
+                    f"MAX_DENSE_CELLS = {MAX_DENSE_CELLS}"
+                )
         self._offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         self._layouts = [merged_layout(domain.shape, axes) for axes in sets]
         self._index_cache: dict[int, np.ndarray] = {}
@@ -71,6 +81,7 @@ class Marginals(LinearWorkload):
     def all_kway(cls, domain: Domain, k: int) -> Marginals:
         """All ``k``-way marginals (``C(d, k)`` of them), in lexicographic order."""
         kk = check_int(k, "k", minimum=1, maximum=len(domain))
+        check_subset_count(math.comb(len(domain), kk), f"{kk}-way marginals")
         return cls(domain, itertools.combinations(domain.attributes, kk))
 
     # -- sizes -------------------------------------------------------------------------------
