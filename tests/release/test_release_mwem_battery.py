@@ -115,7 +115,8 @@ CASES = [
     ("entries of 1e308", data, lambda: MatrixWorkload(DOMAIN, np.full((2, DOMAIN.size), 1e308)),
      {"epsilon": 1.0, "rounds": 2}),
     ("entries of 1e200 (allowed)", data,
-     lambda: MatrixWorkload(DOMAIN, 1e200 * marginals2().dense(), groups=marginals2().group_offsets),
+     lambda: MatrixWorkload(DOMAIN, 1e200 * marginals2().dense(),
+                            groups=marginals2().group_offsets),
      {"epsilon": 1.0, "rounds": 3, "rng": 0}),
     ("huge sensitivity, tiny measurement epsilon", data,
      lambda: MatrixWorkload(DOMAIN, 1e200 * np.eye(DOMAIN.size)[:4]),
@@ -130,6 +131,8 @@ CASES = [
      {"epsilon": 1e-6, "rounds": 5, "measure": "query", "rng": 0}),
     ("a million reuse passes", data, marginals2,
      {"epsilon": 1.0, "rounds": 2, "reuse_passes": 10**6}),
+    ("a hundred million rounds", data, marginals2,
+     {"epsilon": 1.0, "rounds": 10**8, "exclude_measured": False}),
     ("more memory than allowed", data, marginals2,
      {"epsilon": 1.0, "rounds": 2, "memory_limit": 1000}),
 ]
@@ -169,6 +172,7 @@ def test_runs_or_fails_before_the_charge(name, make_data, make_workload, options
     ("NaN query sensitivity", "query_sensitivity"),
     ("group sensitivities of the wrong shape", "one entry per group"),
     ("a million reuse passes", "reuse_passes"),
+    ("a hundred million rounds", "would need about"),
     ("more memory than allowed", "memory"),
 ])
 def test_refusals_name_the_problem(name, expected):

@@ -83,3 +83,19 @@ def test_sampling_more_records_than_fit_is_refused_before_drawing(monkeypatch):
     with pytest.raises(ResourceLimitError, match="sampling 1000000000000 records would need"):
         result.sample(10**12, rng=0)
     assert len(result.sample(1000, rng=0)) == 1000
+
+
+def test_progress_shows_by_default_for_long_runs_on_a_terminal(capsys, monkeypatch):
+    import importlib
+    import sys
+
+    module = importlib.import_module("fastmwem.release.mwem")
+    rng = np.random.default_rng(0)
+    ds = Dataset(rng.integers(0, 2, (200, 6)), SMALL)
+    w = Marginals.all_kway(SMALL, 2)
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
+    mwem(ds, w, epsilon=1, rounds=2, rng=0)  # estimated well under PROGRESS_SECONDS
+    assert "MWEM" not in capsys.readouterr().err
+    monkeypatch.setattr(module, "PROGRESS_SECONDS", 0.0)
+    mwem(ds, w, epsilon=1, rounds=2, rng=0)
+    assert "MWEM (at most ~" in capsys.readouterr().err

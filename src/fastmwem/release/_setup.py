@@ -89,7 +89,9 @@ def check_workload(workload: LinearWorkload) -> tuple[np.ndarray, float, np.ndar
     bad = ~np.isfinite(groups) | (groups < 0)
     if bad.any():
         g = int(np.argmax(bad))
-        raise ValueError(f"workload group_sensitivity[{g}] must be finite and >= 0, got {groups[g]}")
+        raise ValueError(
+            f"workload group_sensitivity[{g}] must be finite and >= 0, got {groups[g]}"
+        )
     if s == 0 or not groups.any():
         raise ValueError("the workload's queries are all zero (sensitivity 0): nothing to measure")
     return offsets.astype(np.int64, copy=False), s, groups
@@ -99,8 +101,8 @@ def prepare(config: object, workload: LinearWorkload) -> MWEMSetup:
     """Build the selection and measurement set-up of a run from public input only.
 
     ``measure="auto"`` selects groups when some group holds more than one query, else single
-    queries. Groups of sensitivity 0 (all-zero queries: their answer is 0 on every dataset, so there is
-    nothing to learn) are never selected. Every mechanism is constructed here, so that a noise
+    queries. Groups of sensitivity 0 (all-zero queries: their answer is 0 on every dataset, so
+    there is nothing to learn) are never selected. Every mechanism is constructed here, so that a noise
     scale that is not finite is refused before the budget is charged.
     """
     offsets, s, group_sens = check_workload(workload)

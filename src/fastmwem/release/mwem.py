@@ -8,6 +8,7 @@ with a cell-count penalty in the selection score.
 from __future__ import annotations
 
 import math
+import sys
 import time
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -31,10 +32,13 @@ from fastmwem.release.result import MWEMResult, RoundRecord
 from fastmwem.release.state import MAX_RECORDS, MWState
 from fastmwem.workloads.base import MAX_DENSE_CELLS, LinearWorkload
 
-__all__ = ["mwem", "MWEMConfig", "mwem_privacy_plan", "MAX_REUSE_PASSES"]
+__all__ = ["mwem", "MWEMConfig", "mwem_privacy_plan", "MAX_REUSE_PASSES", "PROGRESS_SECONDS"]
 
 #: Largest number of reuse passes per round.
 MAX_REUSE_PASSES = 1000
+
+#: With ``progress=None``, runs estimated to take longer than this (seconds) show progress.
+PROGRESS_SECONDS = 30.0
 
 
 @dataclass(frozen=True)
@@ -204,7 +208,7 @@ def mwem(
     rng: object = None,
     accountant: Accountant | None = None,
     schema: object = None,
-    progress: bool = False,
+    progress: bool | None = None,
     memory_limit: int | None = None,
     **options: object,
 ) -> MWEMResult:
@@ -238,7 +242,8 @@ def mwem(
         accountant: accountant to charge; its ledger is in the result.
         schema: the public :class:`~fastmwem.data.Schema` the dataset was encoded with, so that
             ``result.sample()`` decodes records to raw labels. Its domain must be the dataset's.
-        progress: show a progress bar on stderr.
+        progress: show a progress bar on stderr; ``None`` shows one when the run is estimated
+            to take more than ``PROGRESS_SECONDS`` and stderr is a terminal.
         memory_limit: bytes the run may use; ``None`` uses the machine's memory (or
             ``$FASTMWEM_MEMORY_LIMIT``).
         **options: the other fields of :class:`MWEMConfig`.
@@ -272,6 +277,8 @@ def mwem(
     plan = mwem_privacy_plan(config, workload)
     accountant.compose_all(plan)  # all or nothing, before the data is read
 
+    if progress is None:
+        progress = resources.seconds > PROGRESS_SECONDS and sys.stderr.isatty()
     bar = _progress_bar(config, resources.seconds) if progress else None
     try:
         return _run(dataset, workload, domain, config, setup, generator, accountant, bar, schema)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from fastmwem.workloads.base import LinearWorkload
 
 __all__ = ["MWEMResources", "mwem_resources"]
@@ -21,6 +23,9 @@ _NOISY_INIT_COPIES = 2
 # at 8 bytes an entry. Measured: about 65 bytes a query for 10**7 single-query groups.
 _PER_QUERY_ARRAYS = 4
 _PER_GROUP_ARRAYS = 6
+# Per round: its two privacy events and ledger entries, its trace record and its measurement
+# (plus 8 bytes per measured query).
+_BYTES_PER_ROUND = 2048
 # Marginals keep an index of the marginal cell of each histogram cell for small domains: at
 # most 2**25 entries of 8 bytes.
 _INDEX_CACHE_BYTES = 2**28
@@ -77,10 +82,12 @@ def mwem_resources(config: object, workload: LinearWorkload) -> MWEMResources:
         copies += _AVERAGE_COPIES
     if config.init == "noisy-histogram":  # type: ignore[attr-defined]
         copies += _NOISY_INIT_COPIES
-    memory = 8 * (copies * cells + _PER_QUERY_ARRAYS * queries + _PER_GROUP_ARRAYS * groups)
+    rounds = int(config.rounds)  # type: ignore[attr-defined]
+    largest_group = int(np.diff(workload.group_offsets).max())
+    memory = (8 * (copies * cells + _PER_QUERY_ARRAYS * queries + _PER_GROUP_ARRAYS * groups)
+              + rounds * (_BYTES_PER_ROUND + 8 * largest_group))
     if getattr(workload, "groups_partition_cells", False):
         memory += min(_INDEX_CACHE_BYTES, 8 * cells * groups)
-    rounds = int(config.rounds)  # type: ignore[attr-defined]
     passes = int(config.reuse_passes)  # type: ignore[attr-defined]
     updates = rounds + passes * rounds * (rounds + 1) // 2
     seconds = (updates * cells * _SECONDS_PER_CELL_UPDATE

@@ -125,7 +125,8 @@ class MWState:
         group = int(np.searchsorted(offsets, query, side="right") - 1)
         answers = workload.answer_group(self.distribution, group)
         position = query - int(offsets[group])
-        residual, s = self._residuals(workload, np.array([measured]), answers[position:position + 1])
+        current = answers[position:position + 1]
+        residual, s = self._residuals(workload, np.array([measured]), current)
         log_factors = np.zeros(answers.size)
         # |residual| <= 2 and |q(x)| <= s: the factors lie within e^(+-1), no split needed.
         log_factors[position] = float(residual[0]) / (2.0 * s)

@@ -178,10 +178,9 @@ class Marginals(LinearWorkload):
             for axis in axes[depth:]:
                 level = stack[-1]
                 while level[1] < axis:  # sum out the axes between the prefix and ``axis``
-                    chain = level[2]
-                    level[2] = chain.reshape(chain.shape[0], shape[level[1]], tail[level[1] + 1]).sum(
-                        axis=1)
-                    level[1] += 1
+                    chain, a = level[2], level[1]
+                    level[2] = chain.reshape(chain.shape[0], shape[a], tail[a + 1]).sum(axis=1)
+                    level[1] = a + 1
                 chain = level[2]
                 node = chain.reshape(chain.shape[0] * shape[axis], tail[axis + 1])
                 stack.append([level[0] + (axis,), axis + 1, node])
