@@ -8,16 +8,39 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
+import re
+import sys
 
 import numpy as np
 
 __all__ = [
     "check_epsilon",
+    "check_noise_scale",
     "check_positive",
     "check_probability",
     "check_int",
     "check_scores",
+    "check_memory",
+    "memory_limit",
+    "ResourceLimitError",
+    "MAX_NOISE_SCALE",
+    "MEMORY_LIMIT_ENV",
 ]
+
+#: Largest noise scale a mechanism accepts. Laplace and Gumbel draws are at most about 40 times
+#: their scale (uniforms have 53 bits), so noise up to this scale never overflows a float.
+MAX_NOISE_SCALE = sys.float_info.max / 64
+
+#: Environment variable that overrides the memory limit (bytes, or with a K/M/G/T suffix).
+MEMORY_LIMIT_ENV = "FASTMWEM_MEMORY_LIMIT"
+
+
+class ResourceLimitError(ValueError):
+    """A computation would need more memory (or other resources) than the machine has.
+
+    Raised before any randomness or privacy budget is used, with the figures in the message.
+    """
 
 
 def _real(value: object, name: str) -> float:
@@ -39,8 +62,38 @@ def check_positive(value: object, name: str, *, allow_inf: bool = False) -> floa
 
 
 def check_epsilon(value: object, name: str = "epsilon") -> float:
-    """Return a privacy parameter epsilon as a float: finite and > 0."""
-    return check_positive(value, name)
+    """Return a privacy parameter epsilon as a float: finite and at least the smallest normal float.
+
+    A subnormal epsilon (below about 2.2e-308) is refused: its noise scale ``1 / epsilon``
+    overflows to infinity, and infinite noise makes outputs that are not merely useless but
+    invalid (``inf``, or the same item again and again).
+    """
+    x = check_positive(value, name)
+    if x < sys.float_info.min:
+        raise ValueError(
+            f"{name} must be at least {sys.float_info.min:.4g} (the smallest normal float), got "
+            f"{x:.4g}: its noise scale 1/{name} is not finite"
+        )
+    return x
+
+
+def check_noise_scale(numerator: float, epsilon: float, what: str) -> float:
+    """Return the noise scale ``numerator / epsilon`` after checking noise of it stays finite.
+
+    Args:
+        numerator: the sensitivity (or sensitivity times a count) divided by epsilon.
+        epsilon: the epsilon that calibrates the noise (already checked).
+        what: names the mechanism or step, for the message.
+    """
+    with np.errstate(over="ignore", divide="ignore"):
+        scale = float(np.float64(numerator) / np.float64(epsilon))
+    if not math.isfinite(scale) or scale > MAX_NOISE_SCALE:
+        raise ValueError(
+            f"{what}: the noise scale {numerator:.4g} / epsilon {epsilon:.4g} is too large "
+            f"(above {MAX_NOISE_SCALE:.4g}), so noisy outputs would overflow; use a larger "
+            "epsilon"
+        )
+    return scale
 
 
 def check_probability(value: object, name: str, *, open_left: bool = True,
@@ -94,3 +147,66 @@ def check_scores(scores: object, name: str = "scores") -> np.ndarray:
         i = int(np.argmax(bad))
         raise ValueError(f"{name} must be finite: {name}[{i}] = {out[i]}")
     return out
+
+
+_BYTES = re.compile(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([KMGT]?)I?B?\s*", re.IGNORECASE)
+
+
+def _parse_bytes(text: str) -> int:
+    match = _BYTES.fullmatch(text)
+    value = 0.0
+    if match:
+        value = float(match[1]) * 1024 ** " KMGT".index(match[2].upper() or " ")
+    if not match or not math.isfinite(value) or value < 1:
+        raise ValueError(
+            f"{MEMORY_LIMIT_ENV} must be a number of bytes >= 1 (optionally with a K, M, G or T "
+            f"suffix), got {text!r}"
+        )
+    return int(value)
+
+
+def memory_limit() -> int:
+    """The memory (bytes) a computation may plan to use.
+
+    ``$FASTMWEM_MEMORY_LIMIT`` if set (bytes, or e.g. ``"4G"``); otherwise the machine's physical
+    memory, or a cgroup (container) limit when that is smaller.
+    """
+    override = os.environ.get(MEMORY_LIMIT_ENV)
+    if override:
+        return _parse_bytes(override)
+    try:
+        physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):  # not a POSIX system: no limit known
+        physical = 2**63
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            with open(path, encoding="ascii") as f:
+                physical = min(physical, int(f.read().strip()))
+        except (OSError, ValueError):  # absent, unreadable, or "max"
+            continue
+    return int(physical)
+
+
+def _size(nbytes: float) -> str:
+    for unit, factor in (("TB", 2**40), ("GB", 2**30), ("MB", 2**20), ("KB", 2**10)):
+        if nbytes >= factor:
+            return f"{nbytes / factor:.1f} {unit}"
+    return f"{int(nbytes)} bytes"
+
+
+def check_memory(nbytes: float, what: str, limit: int | None = None) -> None:
+    """Raise :class:`ResourceLimitError` if ``what`` needs more than ``limit`` bytes.
+
+    Args:
+        nbytes: the estimated peak memory of the computation.
+        what: a description of the computation, for the message.
+        limit: the limit in bytes; ``None`` uses :func:`memory_limit`.
+    """
+    available = memory_limit() if limit is None else int(limit)
+    if nbytes > available:
+        source = (f"${MEMORY_LIMIT_ENV}" if limit is None and os.environ.get(MEMORY_LIMIT_ENV)
+                  else "the memory limit" if limit is not None else "this machine's memory")
+        raise ResourceLimitError(
+            f"{what} would need about {_size(nbytes)} of memory, more than {source} "
+            f"({_size(available)}); reduce the problem size"
+        )

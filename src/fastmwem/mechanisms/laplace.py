@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
-from fastmwem._validation import check_epsilon, check_positive
+from fastmwem._validation import check_epsilon, check_noise_scale, check_positive
 from fastmwem.accounting import Accountant, PureDP
 from fastmwem.mechanisms.base import charge
 from fastmwem.random import make_rng
@@ -32,6 +33,22 @@ def _values(value: object, *, integer: bool) -> np.ndarray:
     return arr
 
 
+def _integers(value: object, bound: int) -> np.ndarray:
+    """``value`` as int64 after checking every entry lies within ``+-bound``.
+
+    The check happens before the cast: numpy's own conversion of a huge unsigned or Python
+    integer would wrap or fail with an unclear message.
+    """
+    arr = _values(value, integer=True)
+    if arr.size and (int(arr.max()) > bound or int(arr.min()) < -bound):
+        # The message names the bound only: the value is private.
+        raise ValueError(
+            f"value must lie within +-{bound} (2**62) for the geometric mechanism, so that the "
+            "noisy result fits in a 64-bit integer"
+        )
+    return arr.astype(np.int64)
+
+
 @dataclass(frozen=True)
 class Laplace:
     """The Laplace mechanism: adds ``Laplace(0, sensitivity / epsilon)`` noise to each entry.
@@ -42,7 +59,8 @@ class Laplace:
 
     Numerics: floating-point Laplace noise; it is not hardened against precision-based attacks
     (Mironov 2012; testing-and-audit.md s.1). NaN or infinite values are rejected: releasing them
-    would reveal the input.
+    would reveal the input. A scale whose noise could overflow (``sensitivity / epsilon`` above
+    :data:`~fastmwem._validation.MAX_NOISE_SCALE`) is refused at construction.
 
     >>> Laplace(epsilon=1.0, sensitivity=2.0).scale
     2.0
@@ -54,6 +72,7 @@ class Laplace:
     def __post_init__(self) -> None:
         check_epsilon(self.epsilon)
         check_positive(self.sensitivity, "sensitivity")
+        check_noise_scale(float(self.sensitivity), float(self.epsilon), "Laplace")
 
     @property
     def scale(self) -> float:
@@ -79,8 +98,14 @@ class Geometric:
 
     Adds integer noise ``Z`` with ``P[Z = z]`` proportional to ``exp(-epsilon |z| / sensitivity)``.
     Privacy: ``epsilon``-DP for an integer value (or array) of L1 sensitivity ``sensitivity``.
-    The output lies on the integer lattice, so it has no float-precision leak.
+    The output lies on the integer lattice, so it has no float-precision leak. Values must lie
+    within ``+-MAX_VALUE`` (2**62), so that value plus noise fits in int64 (numpy would wrap it
+    around silently).
     """
+
+    #: Largest absolute value accepted: the noise is below 2**62 except with probability
+    #: ``exp(-2**22)`` at the smallest allowed epsilon / sensitivity.
+    MAX_VALUE: ClassVar[int] = 2**62
 
     epsilon: float
     sensitivity: int = 1
@@ -107,11 +132,14 @@ class Geometric:
     def release(self, value: object, *, rng: object = None,
                 accountant: Accountant | None = None) -> int | np.ndarray:
         """Return ``value`` plus independent two-sided geometric noise."""
-        arr = _values(value, integer=True).astype(np.int64)
+        arr = _integers(value, self.MAX_VALUE)
         generator = make_rng(rng)
         charge(accountant, self.privacy, "geometric")
         # A difference of two iid geometric variables (support 0, 1, ...) is two-sided geometric.
         p = -math.expm1(-float(self.epsilon) / float(self.sensitivity))
         noise = generator.geometric(p, size=arr.shape) - generator.geometric(p, size=arr.shape)
+        # Saturating the noise below 2**62 (reached with probability exp(-2**22)) is
+        # post-processing, and keeps the sum inside int64 whatever the draw.
+        noise = np.clip(noise, 1 - self.MAX_VALUE, self.MAX_VALUE - 1)
         noisy = arr + noise
         return int(noisy) if noisy.ndim == 0 else noisy

@@ -9,26 +9,38 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import sys
 import time
 from dataclasses import dataclass, field
 from fractions import Fraction
 
 import numpy as np
 
-from fastmwem._validation import check_epsilon, check_int, check_probability
+from fastmwem._validation import (
+    check_epsilon,
+    check_int,
+    check_memory,
+    check_noise_scale,
+    check_probability,
+)
 from fastmwem.accounting import Accountant, BoundedRange, PrivacyEvent, PureDP, exact
 from fastmwem.data.domain import Domain
-from fastmwem.mechanisms.exponential import ExponentialMechanism, PermuteAndFlip
 from fastmwem.mechanisms.laplace import Laplace
 from fastmwem.mechanisms.seeding import warn_if_seeded
 from fastmwem.random import make_rng
+from fastmwem.release._setup import SCORE_CAP, SELECTORS, MWEMSetup, prepare
+from fastmwem.release.resources import mwem_resources
 from fastmwem.release.result import MWEMResult, RoundRecord
-from fastmwem.release.state import MWState
+from fastmwem.release.state import MAX_RECORDS, MWState
 from fastmwem.workloads.base import MAX_DENSE_CELLS, LinearWorkload
 
-__all__ = ["mwem", "MWEMConfig", "mwem_privacy_plan"]
+__all__ = ["mwem", "MWEMConfig", "mwem_privacy_plan", "MAX_REUSE_PASSES", "PROGRESS_SECONDS"]
 
-_SELECTORS = {"exponential": ExponentialMechanism, "permute-and-flip": PermuteAndFlip}
+#: Largest number of reuse passes per round.
+MAX_REUSE_PASSES = 1000
+
+#: With ``progress=None``, runs estimated to take longer than this (seconds) show progress.
+PROGRESS_SECONDS = 30.0
 
 
 @dataclass(frozen=True)
@@ -42,8 +54,13 @@ class MWEMConfig:
             calibrated to the group's L1 sensitivity (mwem.txt s.3.3); ``"query"`` measures
             single queries (Figure 1). ``"auto"`` is ``"group"`` when the workload has groups
             larger than one query.
-        reuse_passes: multiplicative-weights passes over all measurements so far after each
-            round (s.2.3.3; 0 gives the single update of Figure 1).
+        reuse_passes: at most this many multiplicative-weights passes over all measurements so
+            far after each round (s.2.3.3; 0 gives the single update of Figure 1; at most
+            ``MAX_REUSE_PASSES``).
+        reuse_tolerance: stop a round's reuse passes early once a pass moves the synthetic
+            distribution by less than this in L1 distance (0 never stops early). The test looks
+            only at the noisy measurements and the synthetic distribution, so it is
+            post-processing and costs no privacy.
         init: ``"uniform"`` or ``"noisy-histogram"`` (s.2.3.3; charged to the budget).
         init_fraction: share of epsilon spent on the noisy histogram.
         init_uniform_mix: weight of the uniform distribution mixed into the noisy-histogram start,
@@ -55,15 +72,19 @@ class MWEMConfig:
             uses the expected absolute Laplace error of one measured cell (data-independent, so
             privacy is unaffected; s.3.3 subtracts the number of cells).
         selection: ``"exponential"`` (Gumbel-max) or ``"permute-and-flip"``.
-        total: a *public* record count, if the data owner publishes one; ``None`` spends
-            ``count_fraction`` of epsilon on a Laplace count.
+        total: a *public* record count, if the data owner publishes one (at most 2**53);
+            ``None`` spends ``count_fraction`` of epsilon on a Laplace count.
         count_fraction: share of epsilon spent on the noisy record count when ``total`` is None.
+
+    Each step's share of epsilon must leave a finite noise scale: a tiny epsilon spread over many
+    rounds is refused here, with the share named, rather than failing after the charge.
     """
 
     epsilon: float
     rounds: int = 20
     measure: str = "auto"
     reuse_passes: int = 20
+    reuse_tolerance: float = 1e-4
     init: str = "uniform"
     init_fraction: float = 0.1
     init_uniform_mix: float = 0.1
@@ -77,11 +98,12 @@ class MWEMConfig:
     def __post_init__(self) -> None:
         check_epsilon(self.epsilon)
         check_int(self.rounds, "rounds", minimum=1)
-        check_int(self.reuse_passes, "reuse_passes", minimum=0)
+        check_int(self.reuse_passes, "reuse_passes", minimum=0, maximum=MAX_REUSE_PASSES)
+        _check_tolerance(self.reuse_tolerance)
         _choice(self.measure, "measure", ("auto", "group", "query"))
         _choice(self.init, "init", ("uniform", "noisy-histogram"))
         _choice(self.output, "output", ("last", "average"))
-        _choice(self.selection, "selection", tuple(_SELECTORS))
+        _choice(self.selection, "selection", tuple(SELECTORS))
         check_probability(self.init_fraction, "init_fraction")
         check_probability(self.init_uniform_mix, "init_uniform_mix")
         check_probability(self.count_fraction, "count_fraction")
@@ -92,7 +114,30 @@ class MWEMConfig:
             if not np.isfinite(penalty) or penalty < 0:
                 raise ValueError(f"cell_penalty must be a finite number >= 0, got {self.cell_penalty}")
         if self.total is not None:
-            check_int(self.total, "total", minimum=1)
+            check_int(self.total, "total", minimum=1, maximum=int(MAX_RECORDS))
+        self._check_shares()
+
+    def _check_shares(self) -> None:
+        """Refuse a split of epsilon that leaves some step a noise scale that is not finite."""
+        count = self.count_fraction if self.total is None else 0.0
+        init = self.init_fraction if self.init == "noisy-histogram" else 0.0
+        if count + init >= 1:
+            raise ValueError(
+                f"count_fraction ({count}) and init_fraction ({init}) leave no budget for the "
+                "rounds: their sum must be < 1"
+            )
+        split = self.budget_split()
+        shares = [("select", f"each round's selection (epsilon / (2 * {self.rounds} rounds))"),
+                  ("measure", f"each round's measurement (epsilon / (2 * {self.rounds} rounds))")]
+        if count:
+            shares.append(("count", "the record count (epsilon * count_fraction)"))
+        if init:
+            shares.append(("init", "the initial histogram (epsilon * init_fraction)"))
+        for key, what in shares:
+            if split[key] <= 0:
+                raise ValueError(f"epsilon={self.epsilon} leaves {what} no budget at all")
+            check_noise_scale(1.0, split[key], f"epsilon={self.epsilon} leaves {what} "
+                              f"only {split[key]:.3g}")
 
     # -- the privacy plan --------------------------------------------------------------------
     def budget_split(self) -> dict[str, float]:
@@ -122,15 +167,16 @@ def _float_below(value: Fraction) -> float:
     return out
 
 
+def _check_tolerance(value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
+        raise TypeError(f"reuse_tolerance must be a real number, got {type(value).__name__}")
+    if not math.isfinite(float(value)) or float(value) < 0:
+        raise ValueError(f"reuse_tolerance must be a finite number >= 0, got {value}")
+
+
 def _choice(value: object, name: str, options: tuple[str, ...]) -> None:
     if value not in options:
         raise ValueError(f"{name} must be one of {list(options)}, got {value!r}")
-
-
-def _group_mode(config: MWEMConfig, workload: LinearWorkload) -> bool:
-    if config.measure == "auto":
-        return bool(np.any(workload.group_sizes() > 1))
-    return config.measure == "group"
 
 
 def mwem_privacy_plan(config: MWEMConfig, workload: LinearWorkload) -> list[tuple[PrivacyEvent, str]]:
@@ -164,7 +210,8 @@ def mwem(
     rng: object = None,
     accountant: Accountant | None = None,
     schema: object = None,
-    progress: bool = False,
+    progress: bool | None = None,
+    memory_limit: int | None = None,
     **options: object,
 ) -> MWEMResult:
     """Run MWEM and return a synthetic distribution that answers ``workload``.
@@ -172,7 +219,9 @@ def mwem(
     Each round selects the group (or query) worst answered by the current synthetic
     distribution with the exponential mechanism on ``|q(A) - q(B)|`` (L1 error of a group) at
     ``epsilon_round / 2``, measures it with Laplace noise at ``epsilon_round / 2``, and applies the
-    multiplicative-weights update ``A(x) <- A(x) exp(q(x) (m - q(A)) / (2 n))``.
+    multiplicative-weights update ``A(x) <- A(x) exp(q(x) (m - q(A)) / (2 n))`` (see
+    :class:`~fastmwem.release.MWState` for its numerically safe form), followed by up to
+    ``reuse_passes`` passes over all measurements so far.
 
     Privacy: ``epsilon``-DP (pure) under add/remove-one-record neighbours, by basic composition of
     the plan in :func:`mwem_privacy_plan`. Sensitivity: one record moves each query answer by at
@@ -181,6 +230,10 @@ def mwem(
     ``n`` is either public (``total=``) or measured with Laplace noise. The whole plan is charged
     to ``accountant`` (a fresh ``Accountant(epsilon=epsilon)`` if none) atomically, before the data
     is read; if it does not fit, nothing is spent and nothing is computed.
+
+    Everything that could make the run fail is checked before the charge: the options, the
+    workload's sizes and sensitivities (groups of sensitivity 0 are never selected), every noise
+    scale, and the memory the run needs (:func:`~fastmwem.release.mwem_resources`).
 
     Args:
         dataset: a :class:`fastmwem.data.Dataset` (anything with ``domain`` and ``histogram()``).
@@ -193,20 +246,26 @@ def mwem(
         accountant: accountant to charge; its ledger is in the result.
         schema: the public :class:`~fastmwem.data.Schema` the dataset was encoded with, so that
             ``result.sample()`` decodes records to raw labels. Its domain must be the dataset's.
-        progress: show a progress bar on stderr.
+        progress: show a progress bar on stderr; ``None`` shows one when the run is estimated
+            to take more than ``PROGRESS_SECONDS`` and stderr is a terminal.
+        memory_limit: bytes the run may use; ``None`` uses the machine's memory (or
+            ``$FASTMWEM_MEMORY_LIMIT``).
         **options: the other fields of :class:`MWEMConfig`.
 
     Returns:
         An :class:`MWEMResult`.
+
+    Raises:
+        ResourceLimitError: (a ``ValueError``) the run would need more memory than allowed.
     """
     config = MWEMConfig(epsilon=epsilon, rounds=rounds, **options)  # type: ignore[arg-type]
     domain = _check_inputs(dataset, workload)
-    group_mode = _group_mode(config, workload)
-    n_candidates = workload.n_groups if group_mode else workload.n_queries
-    if config.exclude_measured and config.rounds > n_candidates:
+    setup = prepare(config, workload)
+    if config.exclude_measured and config.rounds > setup.n_candidates:
         raise ValueError(
-            f"rounds ({config.rounds}) exceeds the {n_candidates} candidate "
-            f"{'groups' if group_mode else 'queries'} while exclude_measured=True"
+            f"rounds ({config.rounds}) exceeds the {setup.n_candidates} candidate "
+            f"{'groups' if setup.group_mode else 'queries'} (of sensitivity > 0) while "
+            "exclude_measured=True"
         )
     if accountant is None:
         accountant = Accountant(epsilon=config.epsilon)
@@ -214,14 +273,25 @@ def mwem(
         raise TypeError(f"accountant must be an Accountant, got {type(accountant).__name__}")
     if schema is not None and getattr(schema, "domain", None) != domain:
         raise ValueError("schema must describe the dataset's domain")
+    if memory_limit is not None:
+        check_int(memory_limit, "memory_limit", minimum=1)
+    resources = mwem_resources(config, workload)
+    check_memory(resources.memory_bytes, f"MWEM on {resources.cells} cells", memory_limit)
     generator = make_rng(rng)
     seeded = warn_if_seeded(rng, "mwem")
     plan = mwem_privacy_plan(config, workload)
     accountant.compose_all(plan)  # all or nothing, before the data is read
 
-    result = _run(dataset, workload, domain, config, group_mode, generator, accountant, progress,
-                  schema)
-    return dataclasses.replace(result, seeded=True) if seeded else result
+    if progress is None:
+        progress = resources.seconds > PROGRESS_SECONDS and sys.stderr.isatty()
+    bar = _progress_bar(config, resources.seconds) if progress else None
+    try:
+        result = _run(dataset, workload, domain, config, setup, generator, accountant, bar,
+                      schema)
+        return dataclasses.replace(result, seeded=True) if seeded else result
+    finally:
+        if bar is not None:
+            bar.close()
 
 
 def _check_inputs(dataset: object, workload: LinearWorkload) -> Domain:
@@ -243,6 +313,13 @@ def _check_inputs(dataset: object, workload: LinearWorkload) -> Domain:
     return domain
 
 
+def _progress_bar(config: MWEMConfig, seconds: float):  # -> tqdm
+    from tqdm import tqdm
+
+    return tqdm(total=config.rounds, desc=f"MWEM (at most ~{seconds:.0f} s)", unit="round",
+                leave=False)
+
+
 @dataclass
 class _Measurement:
     group: int
@@ -252,96 +329,82 @@ class _Measurement:
 
 @dataclass
 class _Run:
+    """The mutable part of a run: the state, its measurements, and a scratch histogram."""
+
     state: MWState
+    setup: MWEMSetup
     measurements: list[_Measurement] = field(default_factory=list)
+    snapshot: np.ndarray | None = None
 
 
-def _run(dataset: object, workload: LinearWorkload, domain: Domain, config: MWEMConfig,
-         group_mode: bool, rng: np.random.Generator, accountant: Accountant,
-         progress: bool, schema: object) -> MWEMResult:
+def _start(dataset: object, domain: Domain, config: MWEMConfig,
+           rng: np.random.Generator) -> tuple[np.ndarray, MWState]:
+    """The true histogram and the starting state (noisy count and histogram if configured)."""
     split = config.budget_split()
     true_hist = dataset.histogram()  # type: ignore[attr-defined]
     if config.total is None:
-        total = float(Laplace(epsilon=split["count"]).release(true_hist.sum(), rng=rng))
-        total = max(total, 1.0)
+        noisy = float(Laplace(epsilon=split["count"]).release(true_hist.sum(), rng=rng))
+        # Clipping the noisy count to the feasible range is post-processing.
+        total = min(max(noisy, 1.0), MAX_RECORDS)
     else:
         total = float(config.total)
-
     if config.init == "noisy-histogram":
-        noisy = Laplace(epsilon=split["init"]).release(true_hist, rng=rng)
-        state = MWState.from_noisy_histogram(domain, noisy, total, config.init_uniform_mix)
-    else:
-        state = MWState.uniform(domain, total)
+        noisy_hist = Laplace(epsilon=split["init"]).release(true_hist, rng=rng)
+        return true_hist, MWState.from_noisy_histogram(domain, noisy_hist, total,
+                                                       config.init_uniform_mix)
+    return true_hist, MWState.uniform(domain, total)
 
+
+def _run(dataset: object, workload: LinearWorkload, domain: Domain, config: MWEMConfig,
+         setup: MWEMSetup, rng: np.random.Generator, accountant: Accountant,
+         bar: object, schema: object) -> MWEMResult:
+    split = config.budget_split()
+    true_hist, state = _start(dataset, domain, config, rng)
     true_answers = workload.answer(true_hist)
-    offsets = workload.group_offsets
-    if group_mode:
-        sensitivities = np.asarray(workload.group_sensitivity, dtype=np.float64)
-        cells = np.diff(offsets).astype(np.float64)
-    else:
-        sensitivities = np.full(workload.n_queries, float(workload.query_sensitivity))
-        cells = np.ones(workload.n_queries)
-    score_sensitivity = float(sensitivities.max())
-    selector = _SELECTORS[config.selection](epsilon=split["select"], sensitivity=score_sensitivity)
-    penalty = config.cell_penalty
-    if penalty is None:
-        penalty = score_sensitivity / split["measure"] if group_mode else 0.0
+    del true_hist  # the answers are all the rounds need; free the histogram
 
-    run = _Run(state)
-    available = np.ones(cells.size, dtype=bool)
+    run = _Run(state, setup)
+    available = setup.candidates.copy()
     trace: list[RoundRecord] = []
     iterates = np.zeros(domain.size) if config.output == "average" else None
-    rounds = range(1, config.rounds + 1)
-    bar = None
-    if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(rounds, desc="MWEM", unit="round", leave=False)
-        rounds = bar
-    for t in rounds:
+    for t in range(1, config.rounds + 1):
         started = time.perf_counter()
-        errors = np.abs(workload.answer(state.distribution) * state.total - true_answers)
-        if group_mode:
-            scores = np.add.reduceat(errors, offsets[:-1]) - penalty * cells
-        else:
-            scores = errors
+        candidates = np.flatnonzero(available)
+        scores = _scores(workload, state, true_answers, setup)[candidates]
+        choice = int(candidates[setup.selector.select(scores, rng=rng)])
         if config.exclude_measured:
-            candidates = np.flatnonzero(available)
-            choice = int(candidates[selector.select(scores[candidates], rng=rng)])
             available[choice] = False
-        else:
-            choice = selector.select(scores, rng=rng)
-        queries = workload.group_queries(choice) if group_mode else slice(choice, choice + 1)
-        measure = Laplace(epsilon=split["measure"], sensitivity=float(sensitivities[choice]))
+        queries = workload.group_queries(choice) if setup.group_mode else slice(choice, choice + 1)
+        measure = Laplace(epsilon=split["measure"], sensitivity=float(setup.sensitivities[choice]))
         values = np.atleast_1d(measure.release(true_answers[queries], rng=rng))
         run.measurements.append(_Measurement(choice, queries, values))
 
-        _update(state, workload, run.measurements[-1], group_mode)
-        for _ in range(config.reuse_passes):
-            for m in run.measurements:
-                _update(state, workload, m, group_mode)
+        _update(run, workload, run.measurements[-1])
+        passes = _reuse(run, workload, config)
         if iterates is not None:
-            iterates += state.histogram
+            iterates += state.distribution
         trace.append(RoundRecord(
             round=t,
             selected=choice,
-            description=(workload.describe_group(choice) if group_mode
+            description=(workload.describe_group(choice) if setup.group_mode
                          else workload.describe(choice)),
             epsilon_select=split["select"],
             epsilon_measure=split["measure"],
             seconds=time.perf_counter() - started,
         ))
-    if bar is not None:
-        bar.close()
-    histogram = state.histogram if iterates is None else iterates / config.rounds
+        if bar is not None:
+            bar.set_postfix(reuse_passes=passes, refresh=False)  # type: ignore[attr-defined]
+            bar.update()  # type: ignore[attr-defined]
+    distribution = state.distribution if iterates is None else iterates
+    histogram = distribution * (state.total / distribution.sum())
     return MWEMResult(
         domain=domain,
         workload=workload,
-        histogram=histogram.copy(),
-        total=total,
+        histogram=histogram,
+        total=state.total,
         selected=tuple(m.group for m in run.measurements),
         measurements=tuple(m.values for m in run.measurements),
-        group_mode=group_mode,
+        group_mode=setup.group_mode,
         ledger=accountant.ledger,
         privacy=accountant.spent(),
         trace=tuple(trace),
@@ -349,9 +412,55 @@ def _run(dataset: object, workload: LinearWorkload, domain: Domain, config: MWEM
     )
 
 
-def _update(state: MWState, workload: LinearWorkload, measurement: _Measurement,
-            group_mode: bool) -> None:
-    if group_mode:
-        state.update_group(workload, measurement.group, measurement.values)
+def _scores(workload: LinearWorkload, state: MWState, true_answers: np.ndarray,
+            setup: MWEMSetup) -> np.ndarray:
+    """Each candidate's score: its L1 error on the data, less the data-independent penalty.
+
+    The error is capped at ``SCORE_CAP`` (1-Lipschitz, so the sensitivity is unchanged); the
+    workload bounds keep it far below that anyway.
+    """
+    errors = workload.answer(state.distribution)
+    errors *= state.total
+    errors -= true_answers
+    np.abs(errors, out=errors)
+    if setup.group_mode:
+        errors = np.add.reduceat(errors, setup.offsets[:-1])
+    np.minimum(errors, SCORE_CAP, out=errors)
+    errors -= setup.penalties
+    return errors
+
+
+def _update(run: _Run, workload: LinearWorkload, measurement: _Measurement) -> None:
+    if run.setup.group_mode:
+        run.state.update_group(workload, measurement.group, measurement.values)
     else:
-        state.update_query(workload, measurement.queries.start, float(measurement.values[0]))
+        run.state.update_query(workload, measurement.queries.start,
+                               float(measurement.values[0]), offsets=run.setup.offsets)
+
+
+def _reuse(run: _Run, workload: LinearWorkload, config: MWEMConfig) -> int:
+    """Up to ``reuse_passes`` passes over all measurements; return how many ran.
+
+    Passes stop once one moves the distribution by less than ``reuse_tolerance`` in L1,
+    measured against a snapshot taken before the pass (one extra histogram). The net movement
+    of a pass is what counts: once the updates only go round in a cycle (noisy measurements
+    are never quite consistent), further passes change nothing.
+    """
+    tolerance = config.reuse_tolerance
+    for done in range(1, config.reuse_passes + 1):
+        if tolerance > 0:
+            if run.snapshot is None:
+                run.snapshot = np.empty_like(run.state.distribution)
+            np.copyto(run.snapshot, run.state.distribution)
+        for m in run.measurements:
+            _update(run, workload, m)
+        if tolerance > 0 and _distance(run.state.distribution, run.snapshot) < tolerance:
+            return done
+    return config.reuse_passes
+
+
+def _distance(current: np.ndarray, scratch: np.ndarray) -> float:
+    """``sum |current - scratch|``, computed in ``scratch`` (which it overwrites)."""
+    np.subtract(current, scratch, out=scratch)
+    np.abs(scratch, out=scratch)
+    return float(scratch.sum())

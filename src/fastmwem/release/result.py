@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from fastmwem._validation import check_int
+from fastmwem._validation import check_int, check_memory
 from fastmwem.accounting import LedgerEntry, PrivacyEvent, ledger_records
 from fastmwem.data.domain import Domain
 from fastmwem.random import make_rng
@@ -89,8 +89,14 @@ class MWEMResult:
         Records are drawn independently from the synthetic distribution (a multinomial over the
         cells, vectorised). With a schema, codes are decoded to the raw labels unless
         ``decode=False``.
+
+        Raises:
+            ResourceLimitError: (a ``ValueError``) the records would not fit in memory; checked
+                before anything is drawn.
         """
         count = max(1, int(round(self.total))) if n is None else check_int(n, "n", minimum=0)
+        # Cell indices (drawn, shuffled) and one int64 column per attribute, plus a copy.
+        check_memory(count * (16 + 24 * len(self.domain)), f"sampling {count} records")
         generator = make_rng(rng)
         frame = sample_records(self.histogram, self.domain, count, generator)
         if decode and self.schema is not None:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from fastmwem._validation import check_memory
 from fastmwem.data.domain import Domain
 
 __all__ = [
     "check_domain",
+    "check_subset_count",
     "check_inplace_histogram",
     "check_log_factors",
     "flat_histogram",
@@ -22,6 +24,16 @@ def check_domain(domain: object, name: str = "domain") -> Domain:
     if not isinstance(domain, Domain):
         raise TypeError(f"{name} must be a Domain, got {type(domain).__name__}")
     return domain
+
+
+# Python objects kept per attribute subset of a marginal or parity workload (axes, names,
+# layout tuples, the duplicate check): a generous average.
+_BYTES_PER_SUBSET = 512
+
+
+def check_subset_count(count: int, what: str) -> None:
+    """Refuse, before enumerating them, more attribute subsets than fit in memory."""
+    check_memory(count * _BYTES_PER_SUBSET, f"{count} {what}")
 
 
 def check_inplace_histogram(histogram: object, domain: Domain, name: str = "histogram") -> np.ndarray:

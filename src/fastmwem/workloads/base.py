@@ -21,10 +21,15 @@ import numpy as np
 from fastmwem._validation import check_int
 from fastmwem.data.domain import Domain
 
-__all__ = ["Workload", "LinearWorkload", "check_histogram"]
+__all__ = ["Workload", "LinearWorkload", "check_histogram", "MAX_DENSE_CELLS", "MAX_QUERY_VALUE"]
 
 #: Largest dense histogram the library will allocate (cells); above it, a factored method is needed.
 MAX_DENSE_CELLS = 2**26
+
+#: Largest ``|q(x)|`` a workload may hold. Answers on a histogram of up to 2**63 records, and
+#: sums of up to 2**40 of them, then stay far inside the float range, so that nothing downstream
+#: (scores, noisy measurements, errors) can overflow.
+MAX_QUERY_VALUE = 1e200
 
 
 def check_histogram(histogram: object, domain: Domain, name: str = "histogram") -> np.ndarray:
@@ -87,6 +92,10 @@ class LinearWorkload(abc.ABC):
     """
 
     domain: Domain
+
+    #: True when every query value ``q(x)`` is >= 0 (counting queries). MWEM then knows that a
+    #: measured answer lies in ``[0, n * query_sensitivity]`` and clips noisy answers to it.
+    nonnegative_queries: bool = False
 
     # -- to implement ------------------------------------------------------------------------
     @property

@@ -74,6 +74,11 @@ class Concatenate(LinearWorkload):
         """True when every part's groups partition the cells (each cell in one query per group)."""
         return all(getattr(p, "groups_partition_cells", False) for p in self.parts)
 
+    @property
+    def nonnegative_queries(self) -> bool:  # type: ignore[override]
+        """True when every part's queries are non-negative."""
+        return all(getattr(p, "nonnegative_queries", False) for p in self.parts)
+
     # -- sizes -------------------------------------------------------------------------------
     @property
     def n_queries(self) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fastmwem._validation import check_int, check_probability
+from fastmwem._validation import check_int, check_memory, check_probability
 from fastmwem.data.domain import Domain
 from fastmwem.random import make_rng
 from fastmwem.workloads._common import (
@@ -19,6 +19,10 @@ __all__ = ["RandomCountingQueries"]
 
 #: Largest bit-packed query matrix (bytes) the class will allocate.
 MAX_PACKED_BYTES = 2**31
+
+# Peak memory of drawing the bits, beside the packed matrix: a block of 2**24 uniform draws and
+# their comparison (density != 0.5).
+_DRAW_BYTES = 9 * 2**24
 
 # Products use byte tables ("four Russians"): for a tile of _COLS packed bytes (8 cells each),
 # table[j, v] is the sum of the histogram over the cells of byte j whose bits are set in v, so a
@@ -50,7 +54,8 @@ class RandomCountingQueries(LinearWorkload):
     Each entry of each query is 1 independently with probability ``density`` (a random
     0/1 vector over the cells, the unstructured "all counting queries" class that mwem.txt
     discusses). The matrix is stored bit-packed (``np.packbits`` along cells, ``n_queries *
-    ceil(|D| / 8)`` bytes, at most ``MAX_PACKED_BYTES``). ``answer`` looks each packed byte up
+    ceil(|D| / 8)`` bytes, at most ``MAX_PACKED_BYTES`` and within the machine's memory, checked
+    before anything is drawn). ``answer`` looks each packed byte up
     in a table of the 256 subset sums of its 8 cells (one look-up per query per 8 cells) and
     ``answer_transpose`` histograms the byte values per column, so the matrix is never unpacked.
 
@@ -70,6 +75,8 @@ class RandomCountingQueries(LinearWorkload):
     True
     """
 
+    nonnegative_queries = True
+
     def __init__(self, domain: Domain, n_queries: int, *, rng: int | np.random.Generator | None = None,
                  density: float = 0.5) -> None:
         self.domain = check_domain(domain)
@@ -82,6 +89,7 @@ class RandomCountingQueries(LinearWorkload):
                 f"n_queries = {n} random queries over {size} cells need {n * n_bytes} bytes "
                 f"bit-packed, above the limit MAX_PACKED_BYTES = {MAX_PACKED_BYTES}"
             )
+        check_memory(n * (n_bytes + 1) + _DRAW_BYTES, f"{n} random counting queries")
         gen = make_rng(rng)
         self.density = p
         self._size = size

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import itertools
+import math
 
 from fastmwem._validation import check_int
 from fastmwem.data.domain import Domain
-from fastmwem.workloads._common import check_domain
+from fastmwem.workloads._common import check_domain, check_subset_count
 from fastmwem.workloads.marginals import Marginals
 
 __all__ = ["cuboids"]
@@ -31,6 +32,7 @@ def cuboids(domain: Domain, max_size: int | None = None, *, min_size: int = 1) -
     top = len(domain) if max_size is None else check_int(max_size, "max_size", minimum=1,
                                                             maximum=len(domain))
     low = check_int(min_size, "min_size", minimum=1, maximum=top)
+    check_subset_count(sum(math.comb(len(domain), r) for r in range(low, top + 1)), "cuboids")
     return Marginals(
         domain,
         (s for r in range(low, top + 1) for s in itertools.combinations(domain.attributes, r)),

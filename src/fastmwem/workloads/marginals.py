@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -12,10 +13,11 @@ from fastmwem.data.domain import Domain
 from fastmwem.workloads._common import (
     check_inplace_histogram,
     check_log_factors,
+    check_subset_count,
     flat_histogram,
     merged_layout,
 )
-from fastmwem.workloads.base import LinearWorkload, check_histogram
+from fastmwem.workloads.base import MAX_DENSE_CELLS, LinearWorkload, check_histogram
 
 __all__ = ["Marginals"]
 
@@ -42,6 +44,7 @@ class Marginals(LinearWorkload):
 
     #: Within a marginal, every cell belongs to exactly one query, with value 1.
     groups_partition_cells = True
+    nonnegative_queries = True
 
     def __init__(self, domain: Domain, attribute_sets: Iterable[Sequence[str]]) -> None:
         if not isinstance(domain, Domain):
@@ -61,7 +64,15 @@ class Marginals(LinearWorkload):
         self.attribute_sets: tuple[tuple[str, ...], ...] = tuple(
             tuple(domain.attributes[i] for i in axes) for axes in sets
         )
-        sizes = [int(np.prod([domain.shape[i] for i in axes])) for axes in sets]
+        # Python integers: a product of many large sizes would wrap around in int64.
+        sizes = [math.prod(domain.shape[i] for i in axes) for axes in sets]
+        for axes, size in zip(sets, sizes):
+            if size > MAX_DENSE_CELLS:
+                names = [domain.attributes[i] for i in axes]
+                raise ValueError(
+                    f"the marginal on {names} has {size} cells, more than the dense limit "
+                    f"MAX_DENSE_CELLS = {MAX_DENSE_CELLS}"
+                )
         self._offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         self._layouts = [merged_layout(domain.shape, axes) for axes in sets]
         self._index_cache: dict[int, np.ndarray] = {}
@@ -70,6 +81,7 @@ class Marginals(LinearWorkload):
     def all_kway(cls, domain: Domain, k: int) -> Marginals:
         """All ``k``-way marginals (``C(d, k)`` of them), in lexicographic order."""
         kk = check_int(k, "k", minimum=1, maximum=len(domain))
+        check_subset_count(math.comb(len(domain), kk), f"{kk}-way marginals")
         return cls(domain, itertools.combinations(domain.attributes, kk))
 
     # -- sizes -------------------------------------------------------------------------------
@@ -144,39 +156,35 @@ class Marginals(LinearWorkload):
         A node for the sorted prefix ``(s_1, ..., s_j)`` holds the histogram summed over every
         axis before ``s_j`` that is not in the prefix, as an array of shape (cells of the
         prefix, cells of the axes after ``s_j``). Its children come from a chain that sums the
-        following axes out one at a time, so each node costs about twice its own size. For all
-        3-way marginals of 16 binary attributes this touches a few histograms' worth of memory
-        instead of 560.
+        following axes out one at a time, so each node costs about twice its own size.
+
+        The marginals are visited in sorted order of their axes, depth first, and each level
+        of the trie keeps only its latest chain: a later marginal never needs an earlier one.
+        So at most about three histograms' worth of partial sums are alive at once, whatever
+        the number of marginals (all 3-way marginals of 26 binary attributes: 3 instead of 15).
         """
         hist = check_histogram(histogram, self.domain)
         shape = self.domain.shape
         tail = [int(np.prod(shape[i:])) for i in range(len(shape) + 1)]
-        nodes: dict[tuple[int, ...], np.ndarray] = {(): hist.reshape(1, tail[0])}
-        chains: dict[tuple[tuple[int, ...], int], np.ndarray] = {}
-
-        def chain(prefix: tuple[int, ...], axis: int) -> np.ndarray:
-            # node(prefix) summed over the axes after the prefix and before ``axis``.
-            key = (prefix, axis)
-            if key not in chains:
-                first = prefix[-1] + 1 if prefix else 0
-                if axis == first:
-                    chains[key] = node(prefix)
-                else:
-                    prev = chain(prefix, axis - 1)
-                    chains[key] = prev.reshape(prev.shape[0], shape[axis - 1], tail[axis]).sum(
-                        axis=1)
-            return chains[key]
-
-        def node(prefix: tuple[int, ...]) -> np.ndarray:
-            if prefix not in nodes:
-                axis = prefix[-1]
-                base = chain(prefix[:-1], axis)
-                nodes[prefix] = base.reshape(base.shape[0] * shape[axis], tail[axis + 1])
-            return nodes[prefix]
-
+        # stack[j] = [prefix of length j, next axis its chain has not summed out, chain array]
+        stack: list[list] = [[(), 0, hist.reshape(1, tail[0])]]
         out = np.empty(self.n_queries)
-        for g, axes in enumerate(self.axes):
-            out[self._offsets[g]:self._offsets[g + 1]] = node(axes).sum(axis=1)
+        for g in sorted(range(self.n_groups), key=lambda i: self.axes[i]):
+            axes = self.axes[g]
+            depth = 0
+            while depth + 1 < len(stack) and stack[depth + 1][0] == axes[:depth + 1]:
+                depth += 1
+            del stack[depth + 1:]
+            for axis in axes[depth:]:
+                level = stack[-1]
+                while level[1] < axis:  # sum out the axes between the prefix and ``axis``
+                    chain, a = level[2], level[1]
+                    level[2] = chain.reshape(chain.shape[0], shape[a], tail[a + 1]).sum(axis=1)
+                    level[1] = a + 1
+                chain = level[2]
+                node = chain.reshape(chain.shape[0] * shape[axis], tail[axis + 1])
+                stack.append([level[0] + (axis,), axis + 1, node])
+            out[self._offsets[g]:self._offsets[g + 1]] = stack[-1][2].sum(axis=1)
         return out
 
     def answer_transpose(self, weights: np.ndarray) -> np.ndarray:

@@ -14,7 +14,7 @@ from fastmwem.workloads._common import (
     check_log_factors,
     flat_histogram,
 )
-from fastmwem.workloads.base import LinearWorkload, check_histogram
+from fastmwem.workloads.base import MAX_QUERY_VALUE, LinearWorkload, check_histogram
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
@@ -54,11 +54,34 @@ def _check_offsets(groups: object, n_queries: int) -> np.ndarray:
 _CHUNK_ENTRIES = 1 << 21
 
 
-def _all_finite(values: np.ndarray) -> bool:
+def _chunks(values: np.ndarray):  # -> iterator of row blocks (or the sparse data vector)
     if values.ndim != 2:
-        return bool(np.all(np.isfinite(values)))
+        yield values
+        return
     step = max(1, _CHUNK_ENTRIES // max(values.shape[1], 1))
-    return all(np.all(np.isfinite(values[i:i + step])) for i in range(0, values.shape[0], step))
+    for i in range(0, values.shape[0], step):
+        yield values[i:i + step]
+
+
+def _scan_entries(values: np.ndarray) -> tuple[float, bool]:
+    """The largest ``|entry|`` and whether all entries are >= 0, after checking the entries.
+
+    Entries must be finite and within ``+-MAX_QUERY_VALUE``, a block of rows at a time.
+    """
+    largest, nonnegative = 0.0, True
+    for block in _chunks(values):
+        if not block.size:
+            continue
+        if not np.all(np.isfinite(block)):
+            raise ValueError("matrix entries must be finite")
+        largest = max(largest, float(np.abs(block).max()))
+        nonnegative = nonnegative and float(block.min()) >= 0
+    if largest > MAX_QUERY_VALUE:
+        raise ValueError(
+            f"matrix entries must lie within +-{MAX_QUERY_VALUE:g}, so that answers cannot "
+            f"overflow; the largest is {largest:.4g}: rescale the queries"
+        )
+    return largest, nonnegative
 
 
 def _dense_group_sensitivity(mat: np.ndarray, offsets: np.ndarray) -> np.ndarray:
@@ -80,7 +103,8 @@ class MatrixWorkload(LinearWorkload):
     """Queries given as the rows of an explicit ``n_queries x domain.size`` matrix.
 
     A scipy.sparse matrix stays sparse (stored as CSR); a dense one is stored as a C-contiguous
-    float64 array. Entries must be finite reals; query ``i`` is ``q_i(x) = matrix[i, x]``.
+    float64 array. Entries must be finite reals within ``+-MAX_QUERY_VALUE`` (1e200); query ``i``
+    is ``q_i(x) = matrix[i, x]``.
 
     Sensitivities, for the add/remove-one-record relation: ``query_sensitivity`` is the largest
     ``|entry|``; the L1 sensitivity of a group is the largest column sum of ``|entries|`` over
@@ -133,13 +157,11 @@ class MatrixWorkload(LinearWorkload):
             )
         if mat.shape[0] < 1:
             raise ValueError("matrix must have at least one row (query)")
-        if not _all_finite(values):
-            raise ValueError("matrix entries must be finite")
+        self._query_sensitivity, self.nonnegative_queries = _scan_entries(values)
         self.matrix = mat
         n = int(mat.shape[0])
         self._offsets = np.arange(n + 1, dtype=np.int64) if groups is None else _check_offsets(groups, n)
         if self.sparse:
-            self._query_sensitivity = float(values.size and np.max(np.abs(values)))
             absm = abs(mat)
             if groups is None:
                 sens = np.asarray(absm.max(axis=1).toarray()).reshape(-1)
@@ -153,10 +175,6 @@ class MatrixWorkload(LinearWorkload):
                 sens = np.asarray(_sparse().csr_array(indicator @ absm).max(axis=1).toarray()).reshape(-1)
         else:
             sens = _dense_group_sensitivity(mat, self._offsets)
-            step = max(1, _CHUNK_ENTRIES // mat.shape[1])
-            self._query_sensitivity = float(max(
-                np.abs(mat[i:i + step]).max() for i in range(0, mat.shape[0], step)
-            ))
         self._group_sens = sens.astype(np.float64)
         self._group_cache: dict[int, tuple[sp.csr_array, sp.csr_array]] = {}
 

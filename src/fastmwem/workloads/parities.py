@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -14,6 +15,7 @@ from fastmwem.workloads._common import (
     check_domain,
     check_inplace_histogram,
     check_log_factors,
+    check_subset_count,
     flat_histogram,
     merged_layout,
     project,
@@ -155,6 +157,7 @@ class Parities(LinearWorkload):
             if n != 2:
                 raise ValueError(f"parity queries need binary attributes: attribute {a!r} has {n} values")
         sizes = range(kk + 1) if include_lower else (kk,)
+        check_subset_count(sum(math.comb(len(domain), r) for r in sizes), "parity queries")
         return cls(domain, [s for r in sizes for s in itertools.combinations(domain.attributes, r)])
 
     # -- sizes -------------------------------------------------------------------------------

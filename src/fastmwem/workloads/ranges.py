@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from fastmwem._validation import check_int
+from fastmwem._validation import check_int, check_memory
 from fastmwem.data.domain import Domain
 from fastmwem.random import make_rng
 from fastmwem.workloads._common import (
@@ -103,6 +103,8 @@ class RangeQueries(LinearWorkload):
     'age in [2, 3]'
     """
 
+    nonnegative_queries = True
+
     def __init__(self, domain: Domain, attributes: str | Sequence[str], lower: object,
                  upper: object) -> None:
         self.domain = check_domain(domain)
@@ -165,6 +167,8 @@ class RangeQueries(LinearWorkload):
         axes = domain.axes(names)  # validates the names before any randomness is drawn
         if not axes:
             raise ValueError("attributes must name at least one attribute")
+        # Endpoints, bounds and their copies: about 12 int64 entries per query and attribute.
+        check_memory(96 * n * len(axes), f"{n} random range queries")
         gen = make_rng(rng)
         sizes = np.array([domain.shape[a] for a in axes], dtype=np.int64)
         ends = gen.integers(0, sizes[None, :, None], size=(n, len(axes), 2))

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import itertools
+import math
 
 from fastmwem.data.domain import Domain
+from fastmwem.workloads._common import check_subset_count
 from fastmwem.workloads.base import LinearWorkload
 from fastmwem.workloads.counting import RandomCountingQueries
 from fastmwem.workloads.marginals import Marginals
@@ -61,6 +63,8 @@ def parse_workload(spec: str, domain: Domain, *, seed: int | None = None) -> Lin
             )
         if k_low == k_high:
             return Marginals.all_kway(domain, k_low)
+        count = sum(math.comb(len(domain), k) for k in range(k_low, k_high + 1))
+        check_subset_count(count, f"marginals of order {k_low} to {k_high}")
         sets = [c for k in range(k_low, k_high + 1)
                 for c in itertools.combinations(domain.attributes, k)]
         return Marginals(domain, sets)

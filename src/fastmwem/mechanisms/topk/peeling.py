@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fastmwem._validation import check_epsilon, check_int, check_probability
+from fastmwem._validation import check_epsilon, check_int, check_noise_scale, check_probability
 from fastmwem.accounting import Accountant, ApproxDP, PureDP
 from fastmwem.mechanisms.base import charge
 from fastmwem.mechanisms.seeding import warn_if_seeded
@@ -104,6 +104,7 @@ class PNFPeel:
         check_k(self.k)
         check_epsilon(self.epsilon)
         check_neighbors(self.neighbors)
+        check_noise_scale(self.k * delta_of(self.neighbors), float(self.epsilon), "pnf-peel")
 
     @property
     def rate(self) -> float:
@@ -158,6 +159,7 @@ class CDPPeel:
         check_epsilon(self.epsilon)
         check_probability(self.delta, "delta")
         check_neighbors(self.neighbors)
+        check_noise_scale(delta_of(self.neighbors), self.local_epsilon, "cdp-peel")
 
     @property
     def local_epsilon(self) -> float:
@@ -202,6 +204,7 @@ class LaplaceTopK:
         if self.max_items_per_user is not None:
             check_int(self.max_items_per_user, "max_items_per_user", minimum=1)
         check_neighbors(self.neighbors)
+        check_noise_scale(delta_of(self.neighbors) * self.k, float(self.epsilon), "laplace top-k")
 
     @property
     def privacy(self) -> PureDP:
@@ -254,6 +257,7 @@ class GammaTopK:
         """Return ``k`` distinct indices into ``counts``, best first."""
         values = check_counts(counts)
         check_k_fits(self.k, values.size)
+        check_noise_scale(2.0 * (values.size + 40), float(self.epsilon), "gamma top-k")
         generator = make_rng(rng)
         warn_if_seeded(rng, "gamma top-k")
         charge(accountant, self.privacy, "gamma top-k")

@@ -1,0 +1,130 @@
+"""Everything an MWEM run needs from public input, built and checked before the budget is charged.
+
+A run that would fail part-way (a workload whose answers overflow, a group of sensitivity 0, a
+noise scale that is not finite) must fail here, before any randomness or budget is used.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+
+import numpy as np
+
+from fastmwem._validation import check_noise_scale
+from fastmwem.mechanisms.exponential import ExponentialMechanism, PermuteAndFlip
+from fastmwem.workloads.base import MAX_QUERY_VALUE, LinearWorkload
+
+__all__ = ["MWEMSetup", "prepare", "check_workload", "SELECTORS"]
+
+SELECTORS = {"exponential": ExponentialMechanism, "permute-and-flip": PermuteAndFlip}
+
+# Scores are capped at this magnitude. Only the data-independent cell penalty can come near it
+# (a huge cell_penalty, or a tiny measurement epsilon); capping a score is 1-Lipschitz, so its
+# sensitivity, and privacy, are unchanged.
+SCORE_CAP = 1e300
+
+
+@dataclass(frozen=True)
+class MWEMSetup:
+    """The public, validated pieces of a run.
+
+    Attributes:
+        group_mode: whether rounds select groups (True) or single queries.
+        offsets: the workload's group offsets (computed once).
+        sensitivities: L1 sensitivity of each candidate (group or query).
+        candidates: which candidates may be selected (positive sensitivity).
+        penalties: the data-independent score penalty of each candidate.
+        selector: the selection mechanism of one round.
+    """
+
+    group_mode: bool
+    offsets: np.ndarray
+    sensitivities: np.ndarray
+    candidates: np.ndarray
+    penalties: np.ndarray
+    selector: ExponentialMechanism | PermuteAndFlip
+
+    @property
+    def n_candidates(self) -> int:
+        return int(np.count_nonzero(self.candidates))
+
+
+def _sensitivity(value: object, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"workload {name} must be a real number, got {type(value).__name__}")
+    x = float(value)
+    if not math.isfinite(x) or x < 0 or x > MAX_QUERY_VALUE:
+        raise ValueError(
+            f"workload {name} must be a finite number in [0, {MAX_QUERY_VALUE:g}], got {x:.4g}"
+        )
+    return x
+
+
+def check_workload(workload: LinearWorkload) -> tuple[np.ndarray, float, np.ndarray]:
+    """Check the workload's sizes and sensitivities; return its offsets, ``s`` and group ones.
+
+    Raises:
+        ValueError: inconsistent group offsets; a non-finite, negative or too large
+            sensitivity (above ``MAX_QUERY_VALUE``, where answers may overflow); or a workload
+            whose queries are all zero (nothing to measure).
+    """
+    n = workload.n_queries
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
+        raise ValueError(f"workload n_queries must be an integer >= 1, got {n!r}")
+    offsets = np.asarray(workload.group_offsets)
+    if (offsets.ndim != 1 or offsets.size < 2 or not np.issubdtype(offsets.dtype, np.integer)
+            or offsets[0] != 0 or offsets[-1] != n or np.any(np.diff(offsets) <= 0)):
+        raise ValueError(
+            "workload group_offsets must be strictly increasing integers from 0 to n_queries"
+        )
+    s = _sensitivity(workload.query_sensitivity, "query_sensitivity")
+    groups = np.asarray(workload.group_sensitivity, dtype=np.float64)
+    if groups.shape != (offsets.size - 1,):
+        raise ValueError(
+            f"workload group_sensitivity must have one entry per group ({offsets.size - 1}), "
+            f"got shape {groups.shape}"
+        )
+    bad = ~np.isfinite(groups) | (groups < 0)
+    if bad.any():
+        g = int(np.argmax(bad))
+        raise ValueError(
+            f"workload group_sensitivity[{g}] must be finite and >= 0, got {groups[g]}"
+        )
+    if s == 0 or not groups.any():
+        raise ValueError("the workload's queries are all zero (sensitivity 0): nothing to measure")
+    return offsets.astype(np.int64, copy=False), s, groups
+
+
+def prepare(config: object, workload: LinearWorkload) -> MWEMSetup:
+    """Build the selection and measurement set-up of a run from public input only.
+
+    ``measure="auto"`` selects groups when some group holds more than one query, else single
+    queries. Groups of sensitivity 0 (all-zero queries: their answer is 0 on every dataset, so
+    there is nothing to learn) are never selected. Every mechanism is constructed here, so that a noise
+    scale that is not finite is refused before the budget is charged.
+    """
+    offsets, s, group_sens = check_workload(workload)
+    measure = config.measure  # type: ignore[attr-defined]
+    group_mode = bool(np.any(np.diff(offsets) > 1)) if measure == "auto" else measure == "group"
+    split = config.budget_split()  # type: ignore[attr-defined]
+    if group_mode:
+        sensitivities = group_sens
+        cells = np.diff(offsets).astype(np.float64)
+    else:
+        sensitivities = np.full(int(offsets[-1]), s)
+        cells = np.ones(int(offsets[-1]))
+    candidates = sensitivities > 0
+    score_sensitivity = float(sensitivities.max())
+    selector = SELECTORS[config.selection](  # type: ignore[attr-defined]
+        epsilon=split["select"], sensitivity=score_sensitivity)
+    # The largest measurement's noise must stay finite; smaller sensitivities then do too.
+    check_noise_scale(score_sensitivity, split["measure"],
+                      f"each round's measurement (Laplace, sensitivity {score_sensitivity:.4g})")
+    penalty = config.cell_penalty  # type: ignore[attr-defined]
+    if penalty is None:
+        penalty = score_sensitivity / split["measure"] if group_mode else 0.0
+    with np.errstate(over="ignore"):
+        penalties = np.minimum(float(penalty) * cells, SCORE_CAP)
+    return MWEMSetup(group_mode, offsets, sensitivities, candidates, penalties, selector)

@@ -1,0 +1,95 @@
+"""Memory and time an MWEM run needs, estimated from public parameters before it starts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from fastmwem.workloads.base import LinearWorkload
+
+__all__ = ["MWEMResources", "mwem_resources"]
+
+# Histogram-sized float64 arrays alive at the peak of a run: the synthetic distribution, the
+# true histogram, the working set of a full workload answer (about three for marginals), the
+# snapshot that measures how far a reuse pass moved, and the output.
+_HISTOGRAM_COPIES = 7
+# Extra copies: the running average (output="average"); the noisy start histogram and its
+# clipped, mixed copy (init="noisy-histogram").
+_AVERAGE_COPIES = 1
+_NOISY_INIT_COPIES = 2
+# Arrays of one entry per query (true answers, current answers and errors) and per group
+# (offsets, sensitivities, penalties, candidates, scores, the selection's noise and log-weights),
+# at 8 bytes an entry. Measured: about 65 bytes a query for 10**7 single-query groups.
+_PER_QUERY_ARRAYS = 4
+_PER_GROUP_ARRAYS = 6
+# Per round: its two privacy events and ledger entries, its trace record and its measurement
+# (plus 8 bytes per measured query).
+_BYTES_PER_ROUND = 2048
+# Marginals keep an index of the marginal cell of each histogram cell for small domains: at
+# most 2**25 entries of 8 bytes.
+_INDEX_CACHE_BYTES = 2**28
+# Seconds per histogram cell touched by one multiplicative-weights update (an answer of the
+# group, the multiply, the normalisation), and per cell and per query for a round's full
+# answer and selection. Measured on the development machine (marginals on 2**16 to 2**26
+# cells, random counting queries); machines differ by 2-3x either way.
+_SECONDS_PER_CELL_UPDATE = 1e-8
+_SECONDS_PER_CELL_ROUND = 3e-8
+_SECONDS_PER_QUERY_ROUND = 2e-7
+
+
+@dataclass(frozen=True)
+class MWEMResources:
+    """An estimate of what an MWEM run needs; it depends only on public parameters.
+
+    Attributes:
+        cells: histogram cells (domain size).
+        queries: queries in the workload.
+        groups: groups (measurement units) in the workload.
+        memory_bytes: peak memory of the run, not counting the dataset itself.
+        max_updates: multiplicative-weights updates if no reuse pass stops early
+            (``rounds + reuse_passes * rounds * (rounds + 1) / 2``).
+        seconds: a rough running time for ``max_updates`` (early stopping can only shorten it).
+    """
+
+    cells: int
+    queries: int
+    groups: int
+    memory_bytes: int
+    max_updates: int
+    seconds: float
+
+    def describe(self) -> str:
+        return (
+            f"{self.cells} cells, {self.queries} queries in {self.groups} groups: about "
+            f"{self.memory_bytes / 2**30:.2f} GiB of memory and at most {self.max_updates} "
+            f"updates (roughly {self.seconds:.0f} s)"
+        )
+
+
+def mwem_resources(config: object, workload: LinearWorkload) -> MWEMResources:
+    """Estimate the peak memory and the running time of ``mwem`` with ``config`` on ``workload``.
+
+    The estimate uses only public parameters: the domain size, the workload's size, the number
+    of rounds and of reuse passes. ``mwem`` refuses a run whose memory estimate exceeds the
+    machine's memory (see :func:`fastmwem._validation.memory_limit`).
+    """
+    cells = int(workload.domain.size)
+    queries = int(workload.n_queries)
+    groups = int(workload.n_groups)
+    copies = _HISTOGRAM_COPIES
+    if config.output == "average":  # type: ignore[attr-defined]
+        copies += _AVERAGE_COPIES
+    if config.init == "noisy-histogram":  # type: ignore[attr-defined]
+        copies += _NOISY_INIT_COPIES
+    rounds = int(config.rounds)  # type: ignore[attr-defined]
+    largest_group = int(np.diff(workload.group_offsets).max())
+    memory = (8 * (copies * cells + _PER_QUERY_ARRAYS * queries + _PER_GROUP_ARRAYS * groups)
+              + rounds * (_BYTES_PER_ROUND + 8 * largest_group))
+    if getattr(workload, "groups_partition_cells", False):
+        memory += min(_INDEX_CACHE_BYTES, 8 * cells * groups)
+    passes = int(config.reuse_passes)  # type: ignore[attr-defined]
+    updates = rounds + passes * rounds * (rounds + 1) // 2
+    seconds = (updates * cells * _SECONDS_PER_CELL_UPDATE
+               + rounds * (cells * _SECONDS_PER_CELL_ROUND + queries * _SECONDS_PER_QUERY_ROUND))
+    return MWEMResources(cells, queries, groups, int(memory), updates, float(seconds))
