@@ -13,17 +13,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from fastmwem._validation import check_noise_scale
-from fastmwem.mechanisms.exponential import ExponentialMechanism, PermuteAndFlip
+from fastmwem.release.selection import SCORE_CAP, RoundSelection
 from fastmwem.workloads.base import MAX_QUERY_VALUE, LinearWorkload
 
-__all__ = ["MWEMSetup", "prepare", "check_workload", "SELECTORS"]
-
-SELECTORS = {"exponential": ExponentialMechanism, "permute-and-flip": PermuteAndFlip}
-
-# Scores are capped at this magnitude. Only the data-independent cell penalty can come near it
-# (a huge cell_penalty, or a tiny measurement epsilon); capping a score is 1-Lipschitz, so its
-# sensitivity, and privacy, are unchanged.
-SCORE_CAP = 1e300
+__all__ = ["MWEMSetup", "prepare", "check_workload"]
 
 
 @dataclass(frozen=True)
@@ -36,7 +29,7 @@ class MWEMSetup:
         sensitivities: L1 sensitivity of each candidate (group or query).
         candidates: which candidates may be selected (positive sensitivity).
         penalties: the data-independent score penalty of each candidate.
-        selector: the selection mechanism of one round.
+        selection: how a round selects (checked against the workload).
     """
 
     group_mode: bool
@@ -44,7 +37,7 @@ class MWEMSetup:
     sensitivities: np.ndarray
     candidates: np.ndarray
     penalties: np.ndarray
-    selector: ExponentialMechanism | PermuteAndFlip
+    selection: RoundSelection
 
     @property
     def n_candidates(self) -> int:
@@ -117,8 +110,9 @@ def prepare(config: object, workload: LinearWorkload) -> MWEMSetup:
         cells = np.ones(int(offsets[-1]))
     candidates = sensitivities > 0
     score_sensitivity = float(sensitivities.max())
-    selector = SELECTORS[config.selection](  # type: ignore[attr-defined]
-        epsilon=split["select"], sensitivity=score_sensitivity)
+    selection = config.round_selection  # type: ignore[attr-defined]
+    selection.check(workload, epsilon=split["select"], group_mode=group_mode,
+                    sensitivities=sensitivities)
     # The largest measurement's noise must stay finite; smaller sensitivities then do too.
     check_noise_scale(score_sensitivity, split["measure"],
                       f"each round's measurement (Laplace, sensitivity {score_sensitivity:.4g})")
@@ -127,4 +121,4 @@ def prepare(config: object, workload: LinearWorkload) -> MWEMSetup:
         penalty = score_sensitivity / split["measure"] if group_mode else 0.0
     with np.errstate(over="ignore"):
         penalties = np.minimum(float(penalty) * cells, SCORE_CAP)
-    return MWEMSetup(group_mode, offsets, sensitivities, candidates, penalties, selector)
+    return MWEMSetup(group_mode, offsets, sensitivities, candidates, penalties, selection)

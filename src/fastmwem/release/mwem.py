@@ -23,14 +23,15 @@ from fastmwem._validation import (
     check_noise_scale,
     check_probability,
 )
-from fastmwem.accounting import Accountant, BoundedRange, PrivacyEvent, PureDP, exact
+from fastmwem.accounting import Accountant, PrivacyEvent, PureDP, exact
 from fastmwem.data.domain import Domain
 from fastmwem.mechanisms.laplace import Laplace
 from fastmwem.mechanisms.seeding import warn_if_seeded
 from fastmwem.random import make_rng
-from fastmwem.release._setup import SCORE_CAP, SELECTORS, MWEMSetup, prepare
+from fastmwem.release._setup import MWEMSetup, prepare
 from fastmwem.release.resources import mwem_resources
 from fastmwem.release.result import MWEMResult, RoundRecord
+from fastmwem.release.selection import RoundSelection, resolve_selection
 from fastmwem.release.state import MAX_RECORDS, MWState
 from fastmwem.workloads.base import MAX_DENSE_CELLS, LinearWorkload
 
@@ -71,7 +72,16 @@ class MWEMConfig:
         cell_penalty: subtract ``cell_penalty * (cells in group)`` from a group's score; ``None``
             uses the expected absolute Laplace error of one measured cell (data-independent, so
             privacy is unaffected; s.3.3 subtracts the number of cells).
-        selection: ``"exponential"`` (Gumbel-max) or ``"permute-and-flip"``.
+        selection: how a round selects: ``"exponential"`` (Gumbel-max over every candidate's
+            score), ``"permute-and-flip"``, ``"lazy"`` (Fast-MWEM: the lazy exponential mechanism
+            over an exact top-k oracle; same law as the exponential mechanism over single
+            queries' absolute errors, without computing all answers), any name added with
+            :func:`~fastmwem.release.selection.register_selection`, or a
+            :class:`~fastmwem.release.selection.RoundSelection` object.
+        index: the top-k oracle of ``selection="lazy"``: ``None`` (the workload's own exact
+            oracle, else ``"bitpacked"`` for 0/1 queries, else ``"flat"``), an index name for
+            :func:`fastmwem.indices.make_index`, or a built oracle.
+        top_k: the size of the lazy mechanism's exact top-k set (default ``ceil(sqrt(m))``).
         total: a *public* record count, if the data owner publishes one (at most 2**53);
             ``None`` spends ``count_fraction`` of epsilon on a Laplace count.
         count_fraction: share of epsilon spent on the noisy record count when ``total`` is None.
@@ -91,7 +101,9 @@ class MWEMConfig:
     output: str = "last"
     exclude_measured: bool = True
     cell_penalty: float | None = None
-    selection: str = "exponential"
+    selection: object = "exponential"
+    index: object = None
+    top_k: int | None = None
     total: int | None = None
     count_fraction: float = 0.01
 
@@ -103,7 +115,9 @@ class MWEMConfig:
         _choice(self.measure, "measure", ("auto", "group", "query"))
         _choice(self.init, "init", ("uniform", "noisy-histogram"))
         _choice(self.output, "output", ("last", "average"))
-        _choice(self.selection, "selection", tuple(SELECTORS))
+        # The resolved selection object is public configuration, derived once.
+        object.__setattr__(self, "round_selection",
+                           resolve_selection(self.selection, index=self.index, k=self.top_k))
         check_probability(self.init_fraction, "init_fraction")
         check_probability(self.init_uniform_mix, "init_uniform_mix")
         check_probability(self.count_fraction, "count_fraction")
@@ -187,7 +201,7 @@ def mwem_privacy_plan(config: MWEMConfig, workload: LinearWorkload) -> list[tupl
     (``PureDP``). The plan's pure epsilons add up to ``config.epsilon``.
     """
     split = config.budget_split()
-    select_event = BoundedRange if config.selection == "exponential" else PureDP
+    selection: RoundSelection = config.round_selection  # type: ignore[attr-defined]
     plan: list[tuple[PrivacyEvent, str]] = []
     # Events hold the exact binary value of each float share, so the plan sums to <= epsilon.
     if split["count"] > 0:
@@ -195,8 +209,8 @@ def mwem_privacy_plan(config: MWEMConfig, workload: LinearWorkload) -> list[tupl
     if split["init"] > 0:
         plan.append((PureDP(Fraction(split["init"])), "initial histogram (Laplace)"))
     for t in range(1, config.rounds + 1):
-        plan.append((select_event(Fraction(split["select"])),
-                     f"round {t}: select ({config.selection})"))
+        plan.append((selection.event(Fraction(split["select"])),
+                     f"round {t}: select ({selection.name})"))
         plan.append((PureDP(Fraction(split["measure"])), f"round {t}: measure (Laplace)"))
     return plan
 
@@ -259,7 +273,7 @@ def mwem(
         ResourceLimitError: (a ``ValueError``) the run would need more memory than allowed.
     """
     config = MWEMConfig(epsilon=epsilon, rounds=rounds, **options)  # type: ignore[arg-type]
-    domain = _check_inputs(dataset, workload)
+    domain = check_release_inputs(dataset, workload)
     setup = prepare(config, workload)
     if config.exclude_measured and config.rounds > setup.n_candidates:
         raise ValueError(
@@ -294,7 +308,8 @@ def mwem(
             bar.close()
 
 
-def _check_inputs(dataset: object, workload: LinearWorkload) -> Domain:
+def check_release_inputs(dataset: object, workload: LinearWorkload) -> Domain:
+    """The dataset's domain, after checking the dataset and workload belong together."""
     if not isinstance(workload, LinearWorkload):
         raise TypeError(f"workload must be a fastmwem workload, got {type(workload).__name__}")
     domain = getattr(dataset, "domain", None)
@@ -360,8 +375,10 @@ def _run(dataset: object, workload: LinearWorkload, domain: Domain, config: MWEM
          bar: object, schema: object) -> MWEMResult:
     split = config.budget_split()
     true_hist, state = _start(dataset, domain, config, rng)
-    true_answers = workload.answer(true_hist)
-    del true_hist  # the answers are all the rounds need; free the histogram
+    chooser = setup.selection.prepare(
+        workload, true_hist, epsilon=split["select"], group_mode=setup.group_mode,
+        sensitivities=setup.sensitivities, penalties=setup.penalties)
+    del true_hist  # the chooser keeps what its rounds need (all answers, or the histogram)
 
     run = _Run(state, setup)
     available = setup.candidates.copy()
@@ -369,14 +386,12 @@ def _run(dataset: object, workload: LinearWorkload, domain: Domain, config: MWEM
     iterates = np.zeros(domain.size) if config.output == "average" else None
     for t in range(1, config.rounds + 1):
         started = time.perf_counter()
-        candidates = np.flatnonzero(available)
-        scores = _scores(workload, state, true_answers, setup)[candidates]
-        choice = int(candidates[setup.selector.select(scores, rng=rng)])
+        choice = chooser.choose(state.distribution, state.total, available, rng)
         if config.exclude_measured:
             available[choice] = False
         queries = workload.group_queries(choice) if setup.group_mode else slice(choice, choice + 1)
         measure = Laplace(epsilon=split["measure"], sensitivity=float(setup.sensitivities[choice]))
-        values = np.atleast_1d(measure.release(true_answers[queries], rng=rng))
+        values = np.atleast_1d(measure.release(chooser.true_answers(queries), rng=rng))
         run.measurements.append(_Measurement(choice, queries, values))
 
         _update(run, workload, run.measurements[-1])
@@ -410,24 +425,6 @@ def _run(dataset: object, workload: LinearWorkload, domain: Domain, config: MWEM
         trace=tuple(trace),
         schema=schema,
     )
-
-
-def _scores(workload: LinearWorkload, state: MWState, true_answers: np.ndarray,
-            setup: MWEMSetup) -> np.ndarray:
-    """Each candidate's score: its L1 error on the data, less the data-independent penalty.
-
-    The error is capped at ``SCORE_CAP`` (1-Lipschitz, so the sensitivity is unchanged); the
-    workload bounds keep it far below that anyway.
-    """
-    errors = workload.answer(state.distribution)
-    errors *= state.total
-    errors -= true_answers
-    np.abs(errors, out=errors)
-    if setup.group_mode:
-        errors = np.add.reduceat(errors, setup.offsets[:-1])
-    np.minimum(errors, SCORE_CAP, out=errors)
-    errors -= setup.penalties
-    return errors
 
 
 def _update(run: _Run, workload: LinearWorkload, measurement: _Measurement) -> None:

@@ -1,0 +1,320 @@
+"""How a round of multiplicative weights chooses what to measure next.
+
+A :class:`RoundSelection` is public configuration: it names the private mechanism a round uses
+and the privacy event one round costs, so a release can charge its whole plan before the data is
+read. Only after the charge does ``prepare`` look at the private histogram, returning a
+:class:`Chooser` that picks one group (or query) per round.
+
+Two families ship:
+
+* :class:`ScanSelection` scores every candidate each round (``workload.answer`` over the synthetic
+  histogram, ``O(m |X|)``) and samples the exponential mechanism or permute-and-flip over them:
+  MWEM as published.
+* :class:`LazySelection` is Fast-MWEM's round: the score of query ``q`` is
+  ``|<q, h - a>|`` for the private histogram ``h`` and the synthetic one ``a``, so one exact
+  top-k search over the query vectors and the lazy Gumbel sampler draw from exactly the same law
+  as the exponential mechanism over all ``m`` queries, without computing all ``m`` answers.
+
+New selections plug in through :func:`register_selection`; releases never switch on names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from fastmwem.accounting import BoundedRange, PrivacyEvent, PureDP
+from fastmwem.mechanisms.exponential import ExponentialMechanism, PermuteAndFlip
+
+__all__ = [
+    "Chooser",
+    "LazySelection",
+    "RoundSelection",
+    "ScanSelection",
+    "register_selection",
+    "resolve_selection",
+    "selection_names",
+]
+
+
+class Chooser(Protocol):
+    """A prepared selection: one private choice per call."""
+
+    def choose(self, distribution: np.ndarray, total: float, available: np.ndarray | None,
+               rng: np.random.Generator) -> int:
+        """Index of the group (or query) to measure next.
+
+        Args:
+            distribution: the synthetic distribution of the current round (sums to 1).
+            total: the record count it is scaled to.
+            available: boolean mask of the candidates that may be chosen, or ``None`` for all.
+            rng: the run's generator.
+        """
+        ...
+
+    def true_answers(self, queries: slice) -> np.ndarray:
+        """The private answers of the queries ``queries`` (what a measurement adds noise to)."""
+        ...
+
+
+@runtime_checkable
+class RoundSelection(Protocol):
+    """Public description of a round's selection: its name, privacy event and preparation."""
+
+    @property
+    def name(self) -> str: ...
+
+    def event(self, epsilon: float) -> PrivacyEvent:
+        """The privacy event of one round run at ``epsilon``."""
+        ...
+
+    def check(self, workload: object, *, epsilon: float, group_mode: bool,
+              sensitivities: np.ndarray) -> None:
+        """Raise ``ValueError``/``TypeError`` if this selection cannot run on ``workload``.
+
+        Runs before any budget is charged, so nothing can fail on public input after it.
+        """
+        ...
+
+    def prepare(self, workload: object, true_histogram: np.ndarray, *, epsilon: float,
+                group_mode: bool, sensitivities: np.ndarray, penalties: np.ndarray) -> Chooser:
+        """Bind to the private histogram (after the charge) and return the round's chooser.
+
+        Args:
+            workload: the (public) workload.
+            true_histogram: the private histogram.
+            epsilon: the epsilon of one round's selection.
+            group_mode: whether candidates are groups (True) or single queries.
+            sensitivities: the L1 sensitivity of each candidate.
+            penalties: a data-independent amount subtracted from each candidate's score.
+        """
+        ...
+
+
+#: Scores are capped at this magnitude. Only the data-independent penalty can come near it (a
+#: huge penalty or a tiny measurement epsilon); capping is 1-Lipschitz, so the sensitivity, and
+#: privacy, are unchanged.
+SCORE_CAP = 1e300
+
+
+@dataclass(frozen=True)
+class ScanSelection:
+    """Score every candidate each round and sample ``mechanism`` over the scores.
+
+    The score of a group is the L1 error of its answers on the synthetic histogram minus
+    ``penalty`` per query (data-independent); of a single query its absolute error. Its
+    sensitivity is the largest group (or query) sensitivity of the workload.
+
+    Args:
+        mechanism: ``"exponential"`` (Gumbel-max; ``BoundedRange`` per round) or
+            ``"permute-and-flip"`` (``PureDP`` per round).
+    """
+
+    mechanism: str = "exponential"
+
+    def __post_init__(self) -> None:
+        if self.mechanism not in _SCAN_MECHANISMS:
+            raise ValueError(
+                f"mechanism must be one of {sorted(_SCAN_MECHANISMS)}, got {self.mechanism!r}")
+
+    @property
+    def name(self) -> str:
+        return self.mechanism
+
+    def event(self, epsilon: float) -> PrivacyEvent:
+        return BoundedRange(epsilon) if self.mechanism == "exponential" else PureDP(epsilon)
+
+    def _selector(self, epsilon: float, sensitivities: np.ndarray) -> object:
+        return _SCAN_MECHANISMS[self.mechanism](epsilon=epsilon,
+                                                sensitivity=float(sensitivities.max()))
+
+    def check(self, workload: object, *, epsilon: float, group_mode: bool,
+              sensitivities: np.ndarray) -> None:
+        self._selector(epsilon, sensitivities)
+
+    def prepare(self, workload: object, true_histogram: np.ndarray, *, epsilon: float,
+                group_mode: bool, sensitivities: np.ndarray, penalties: np.ndarray) -> Chooser:
+        return _ScanChooser(workload, workload.answer(true_histogram),  # type: ignore[attr-defined]
+                            self._selector(epsilon, sensitivities), group_mode, penalties)
+
+
+_SCAN_MECHANISMS: dict[str, type] = {
+    "exponential": ExponentialMechanism,
+    "permute-and-flip": PermuteAndFlip,
+}
+
+
+@dataclass
+class _ScanChooser:
+    workload: object
+    answers: np.ndarray
+    selector: object
+    group_mode: bool
+    penalties: np.ndarray
+
+    def choose(self, distribution: np.ndarray, total: float, available: np.ndarray | None,
+               rng: np.random.Generator) -> int:
+        scores = self._scores(distribution, total)
+        if available is None:
+            return int(self.selector.select(scores, rng=rng))  # type: ignore[attr-defined]
+        candidates = np.flatnonzero(available)
+        return int(candidates[self.selector.select(scores[candidates], rng=rng)])  # type: ignore[attr-defined]
+
+    def _scores(self, distribution: np.ndarray, total: float) -> np.ndarray:
+        """Each candidate's L1 error on the data (capped at ``SCORE_CAP``) less its penalty."""
+        errors = self.workload.answer(distribution)  # type: ignore[attr-defined]
+        errors *= total
+        errors -= self.answers
+        np.abs(errors, out=errors)
+        if self.group_mode:
+            errors = np.add.reduceat(errors, self.workload.group_offsets[:-1])  # type: ignore[attr-defined]
+        np.minimum(errors, SCORE_CAP, out=errors)
+        errors -= self.penalties
+        return errors
+
+    def true_answers(self, queries: slice) -> np.ndarray:
+        return self.answers[queries]
+
+
+@dataclass(frozen=True)
+class LazySelection:
+    """Fast-MWEM's round: the lazy exponential mechanism over an exact top-k oracle.
+
+    The candidates are the workload's single queries with score ``|<q, h - a>|``
+    (sensitivity: the workload's ``query_sensitivity``). In group mode the chosen query's whole
+    group is measured, and the queries of groups already measured are excluded from the choice.
+    The output law of each round is exactly the exponential mechanism's over those scores, so a
+    round costs ``BoundedRange(epsilon)`` as long as the oracle is exact (or certified); an
+    oracle without a certificate runs only with ``allow_uncertified=True`` and then the run has
+    no exact guarantee (the mechanism's privacy record says so).
+
+    Args:
+        index: the oracle: ``None`` for the workload's own exact oracle
+            (``workload.top_k_oracle()``) when it has one, else ``"bitpacked"`` for 0/1 queries
+            and ``"flat"`` otherwise; an index name for :func:`fastmwem.indices.make_index`; or a
+            built oracle over the workload's query vectors.
+        k: size of the exact top-k set (default ``ceil(sqrt(m))``).
+        allow_uncertified: opt in to an approximate oracle without a certified gap.
+    """
+
+    index: object = None
+    k: int | None = None
+    allow_uncertified: bool = False
+    _cache: dict = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def name(self) -> str:
+        return "lazy"
+
+    def event(self, epsilon: float) -> PrivacyEvent:
+        return BoundedRange(epsilon)
+
+    def check(self, workload: object, *, epsilon: float, group_mode: bool,
+              sensitivities: np.ndarray) -> None:
+        self._mechanism(workload, epsilon)
+
+    def _oracle(self, workload: object) -> object:
+        """The oracle over the workload's query vectors (public; built once and cached)."""
+        key = id(workload)
+        if key not in self._cache:
+            from fastmwem.release._oracles import workload_oracle
+
+            self._cache.clear()
+            self._cache[key] = workload_oracle(workload, self.index,
+                                               allow_uncertified=self.allow_uncertified)
+        return self._cache[key]
+
+    def _mechanism(self, workload: object, epsilon: float) -> object:
+        from fastmwem.mechanisms.lazy import LazyExponentialMechanism
+
+        return LazyExponentialMechanism(
+            self._oracle(workload), epsilon=epsilon,
+            sensitivity=float(workload.query_sensitivity),  # type: ignore[attr-defined]
+            absolute=True, k=self.k, allow_uncertified=self.allow_uncertified)
+
+    def prepare(self, workload: object, true_histogram: np.ndarray, *, epsilon: float,
+                group_mode: bool, sensitivities: np.ndarray, penalties: np.ndarray) -> Chooser:
+        return _LazyChooser(workload, np.asarray(true_histogram, dtype=np.float64),
+                            self._mechanism(workload, epsilon), group_mode)
+
+
+@dataclass
+class _LazyChooser:
+    workload: object
+    true_histogram: np.ndarray
+    mechanism: object
+    group_mode: bool
+    tail_draws: list[int] = field(default_factory=list)
+
+    def choose(self, distribution: np.ndarray, total: float, available: np.ndarray | None,
+               rng: np.random.Generator) -> int:
+        offsets = np.asarray(self.workload.group_offsets)  # type: ignore[attr-defined]
+        exclude = None
+        if available is not None and not available.all():
+            closed = np.flatnonzero(~available)
+            if self.group_mode:
+                exclude = np.concatenate([np.arange(offsets[g], offsets[g + 1]) for g in closed])
+            else:
+                exclude = closed
+        # v = h - n a: the scores |<q, v>| are the absolute errors of single queries
+        vector = distribution * -total
+        vector += self.true_histogram
+        query = self.mechanism.select(vector, rng=rng, exclude=exclude)  # type: ignore[attr-defined]
+        self.tail_draws.append(int(getattr(self.mechanism, "last_tail_draws", 0) or 0))
+        if not self.group_mode:
+            return int(query)
+        return int(np.searchsorted(offsets, query, side="right") - 1)
+
+    def true_answers(self, queries: slice) -> np.ndarray:
+        """Answers of the measured queries alone: no round computes all ``m`` answers."""
+        offsets = np.asarray(self.workload.group_offsets)  # type: ignore[attr-defined]
+        group = int(np.searchsorted(offsets, queries.start, side="right") - 1)
+        answers = self.workload.answer_group(self.true_histogram, group)  # type: ignore[attr-defined]
+        base = int(offsets[group])
+        return np.asarray(answers)[queries.start - base:queries.stop - base]
+
+
+def _scan(mechanism: str) -> Callable[..., RoundSelection]:
+    def make(**options: object) -> RoundSelection:
+        if options:
+            raise ValueError(f"selection {mechanism!r} takes no options, got {sorted(options)} "
+                             "(index= and top_k= are for selection='lazy')")
+        return ScanSelection(mechanism)
+
+    return make
+
+
+_REGISTRY: dict[str, Callable[..., RoundSelection]] = {
+    "exponential": _scan("exponential"),
+    "permute-and-flip": _scan("permute-and-flip"),
+    "lazy": lambda **options: LazySelection(**options),  # type: ignore[arg-type]
+}
+
+
+def register_selection(name: str, factory: Callable[..., RoundSelection]) -> None:
+    """Make ``name`` usable as ``selection=name``; ``factory(**options)`` builds the selection."""
+    if not isinstance(name, str) or not name:
+        raise ValueError("a selection name must be a non-empty string")
+    _REGISTRY[name] = factory
+
+
+def selection_names() -> tuple[str, ...]:
+    """The registered selection names (for command-line choices)."""
+    return tuple(_REGISTRY)
+
+
+def resolve_selection(selection: object, **options: object) -> RoundSelection:
+    """A :class:`RoundSelection` from a registered name (with its options) or an object."""
+    if isinstance(selection, str):
+        if selection not in _REGISTRY:
+            raise ValueError(f"selection must be one of {list(_REGISTRY)}, got {selection!r}")
+        return _REGISTRY[selection](**{k: v for k, v in options.items() if v is not None})
+    if options and any(v is not None for v in options.values()):
+        raise ValueError("selection options (index=, k=) go with a selection name, not an object")
+    if not isinstance(selection, RoundSelection):
+        raise TypeError(
+            f"selection must be a name or a RoundSelection, got {type(selection).__name__}")
+    return selection
