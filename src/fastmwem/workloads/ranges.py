@@ -177,7 +177,6 @@ class RangeQueries(LinearWorkload):
         prefix sums of ``m``; on each axis a corner takes ``upper`` (+) or ``lower - 1`` (-),
         and the latter vanishes when ``lower == 0``, so it is expanded only for those queries.
         """
-        n = self.lower.shape[0]
         total = int(np.sum(np.left_shift(1, np.count_nonzero(self._lo > 0, axis=1), dtype=np.int64)))
         if total > MAX_CORNERS:
             raise ValueError(
@@ -185,6 +184,12 @@ class RangeQueries(LinearWorkload):
                 f"with m intervals not starting at 0), above MAX_CORNERS = {MAX_CORNERS}; "
                 "use fewer box attributes or a MatrixWorkload"
             )
+        return self._corners_of(self._lo, self._hi)
+
+    def _corners_of(self, lo_bounds: np.ndarray, hi_bounds: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The signed corners of the boxes given by rows of bounds (ids are row positions)."""
+        n = lo_bounds.shape[0]
         strides = np.ones(len(self._mshape), dtype=np.int64)
         for j in range(len(self._mshape) - 2, -1, -1):
             strides[j] = strides[j + 1] * self._mshape[j + 1]
@@ -192,8 +197,8 @@ class RangeQueries(LinearWorkload):
         qid = np.arange(n, dtype=np.int64)
         sign = np.ones(n, dtype=np.float64)
         for j in range(len(self._mshape)):
-            lo = self._lo[qid, j]
-            up = flat + self._hi[qid, j] * strides[j]
+            lo = lo_bounds[qid, j]
+            up = flat + hi_bounds[qid, j] * strides[j]
             keep = lo > 0
             down = flat[keep] + (lo[keep] - 1) * strides[j]
             flat = np.concatenate([up, down])
@@ -230,6 +235,12 @@ class RangeQueries(LinearWorkload):
         prefix = _prefix_sums(np.ascontiguousarray(project(hist, self._layout)))
         flat, qid, sign = self._corners
         return np.bincount(qid, weights=sign * prefix.reshape(-1)[flat], minlength=self.n_queries)
+
+    def _answer_queries(self, hist: np.ndarray, ids: np.ndarray) -> np.ndarray:
+        # The corners of the chosen boxes only, over the same prefix sums as ``answer``.
+        prefix = _prefix_sums(np.ascontiguousarray(project(hist, self._layout)))
+        flat, pos, sign = self._corners_of(self._lo[ids], self._hi[ids])
+        return np.bincount(pos, weights=sign * prefix.reshape(-1)[flat], minlength=ids.size)
 
     def _box(self, query: int) -> tuple[slice, ...]:
         merged, kept = self._layout
