@@ -11,14 +11,12 @@ from fastmwem.data.domain import Domain
 from fastmwem.workloads._common import (
     broadcastable,
     check_domain,
-    check_inplace_histogram,
-    check_log_factors,
-    flat_histogram,
     merged_layout,
     project,
 )
 from fastmwem.workloads.base import LinearWorkload, check_histogram
 from fastmwem.workloads.oracles import ExactOracle
+from fastmwem.workloads.ranges import UnitBoxQueries
 
 __all__ = ["AllIntervals", "IntervalOracle", "largest_differences"]
 
@@ -26,7 +24,7 @@ __all__ = ["AllIntervals", "IntervalOracle", "largest_differences"]
 MAX_INTERVALS = 2**27
 
 
-class AllIntervals(LinearWorkload):
+class AllIntervals(UnitBoxQueries, LinearWorkload):
     """Every interval ``[lo, hi]`` (``0 <= lo <= hi < n``) of one ordered attribute of size ``n``.
 
     The ``n (n + 1) / 2`` queries count the records whose code on ``attribute`` lies in the
@@ -91,14 +89,6 @@ class AllIntervals(LinearWorkload):
             self._offsets.setflags(write=False)
         return self._offsets
 
-    @property
-    def query_sensitivity(self) -> float:
-        return 1.0
-
-    @property
-    def group_sensitivity(self) -> np.ndarray:
-        return np.ones(self.n_queries)
-
     def bounds(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(lo, hi)`` of the intervals ``ids`` (checked int64 array of query ids)."""
         lo = np.searchsorted(self._starts, ids, side="right") - 1
@@ -143,11 +133,6 @@ class AllIntervals(LinearWorkload):
         box[kept[0]] = slice(int(lo[0]), int(hi[0]) + 1)
         return tuple(box)
 
-    def answer_group(self, histogram: np.ndarray, group: int) -> np.ndarray:
-        q = check_int(group, "group", minimum=0, maximum=self.n_groups - 1)
-        hist = flat_histogram(histogram, self.domain)
-        return np.array([hist.reshape(self._layout[0])[self._box(q)].sum()])
-
     def answer_transpose(self, weights: np.ndarray) -> np.ndarray:
         w = self._check_weights(weights)
         if not np.all(np.isfinite(w)):
@@ -160,18 +145,6 @@ class AllIntervals(LinearWorkload):
             diff[lo + 1:] -= row
         out = np.zeros(self._layout[0])
         out += broadcastable(np.cumsum(diff[:-1]), self._layout)
-        return out.reshape(-1)
-
-    def multiply_group(self, histogram: np.ndarray, group: int, log_factors: np.ndarray) -> None:
-        q = check_int(group, "group", minimum=0, maximum=self.n_groups - 1)
-        flat = check_inplace_histogram(histogram, self.domain)
-        lf = check_log_factors(log_factors, 1)
-        flat.reshape(self._layout[0])[self._box(q)] *= np.exp(lf[0])
-
-    def row(self, query: int) -> np.ndarray:
-        q = check_int(query, "query", minimum=0, maximum=self.n_queries - 1)
-        out = np.zeros(self._layout[0])
-        out[self._box(q)] = 1.0
         return out.reshape(-1)
 
     def top_k_oracle(self) -> IntervalOracle:

@@ -70,7 +70,48 @@ def _prefix_sums(arr: np.ndarray, reverse: bool = False) -> np.ndarray:
     return arr
 
 
-class RangeQueries(LinearWorkload):
+class UnitBoxQueries:
+    """Range workloads whose query ``q`` is the box ``self._box(q)`` of ``self._layout``.
+
+    Each query is its own group and counts records (values 0/1), so under add/remove-one-record
+    ``query_sensitivity`` and every group sensitivity are 1. Group operations slice the box.
+    """
+
+    domain: Domain
+    _layout: tuple[tuple[int, ...], tuple[int, ...]]
+    n_groups: int
+    n_queries: int
+
+    def _box(self, query: int) -> tuple[slice, ...]:
+        raise NotImplementedError
+
+    @property
+    def query_sensitivity(self) -> float:
+        return 1.0
+
+    @property
+    def group_sensitivity(self) -> np.ndarray:
+        return np.ones(self.n_groups)
+
+    def answer_group(self, histogram: np.ndarray, group: int) -> np.ndarray:
+        q = check_int(group, "group", minimum=0, maximum=self.n_groups - 1)
+        hist = flat_histogram(histogram, self.domain)
+        return np.array([hist.reshape(self._layout[0])[self._box(q)].sum()])
+
+    def multiply_group(self, histogram: np.ndarray, group: int, log_factors: np.ndarray) -> None:
+        q = check_int(group, "group", minimum=0, maximum=self.n_groups - 1)
+        flat = check_inplace_histogram(histogram, self.domain)
+        lf = check_log_factors(log_factors, 1)
+        flat.reshape(self._layout[0])[self._box(q)] *= np.exp(lf[0])
+
+    def row(self, query: int) -> np.ndarray:
+        q = check_int(query, "query", minimum=0, maximum=self.n_queries - 1)
+        out = np.zeros(self._layout[0])
+        out[self._box(q)] = 1.0
+        return out.reshape(-1)
+
+
+class RangeQueries(UnitBoxQueries, LinearWorkload):
     """Counting queries of boxes: products of inclusive intervals over some ordered attributes.
 
     Query ``i`` counts the records ``x`` with ``lower[i, j] <= x[a_j] <= upper[i, j]`` for every
@@ -211,14 +252,6 @@ class RangeQueries(LinearWorkload):
     def n_queries(self) -> int:
         return int(self.lower.shape[0])
 
-    @property
-    def query_sensitivity(self) -> float:
-        return 1.0
-
-    @property
-    def group_sensitivity(self) -> np.ndarray:
-        return np.ones(self.n_groups)
-
     def describe(self, query: int) -> str:
         q = check_int(query, "query", minimum=0, maximum=self.n_queries - 1)
         return ", ".join(
@@ -249,11 +282,6 @@ class RangeQueries(LinearWorkload):
             box[pos] = slice(int(self._lo[query, j]), int(self._hi[query, j]) + 1)
         return tuple(box)
 
-    def answer_group(self, histogram: np.ndarray, group: int) -> np.ndarray:
-        q = check_int(group, "group", minimum=0, maximum=self.n_groups - 1)
-        hist = flat_histogram(histogram, self.domain)
-        return np.array([hist.reshape(self._layout[0])[self._box(q)].sum()])
-
     def answer_transpose(self, weights: np.ndarray) -> np.ndarray:
         w = self._check_weights(weights)
         if not np.all(np.isfinite(w)):
@@ -264,16 +292,4 @@ class RangeQueries(LinearWorkload):
         suffix = _prefix_sums(diff, reverse=True)
         out = np.zeros(self._layout[0])
         out += broadcastable(suffix, self._layout)
-        return out.reshape(-1)
-
-    def multiply_group(self, histogram: np.ndarray, group: int, log_factors: np.ndarray) -> None:
-        q = check_int(group, "group", minimum=0, maximum=self.n_groups - 1)
-        flat = check_inplace_histogram(histogram, self.domain)
-        lf = check_log_factors(log_factors, 1)
-        flat.reshape(self._layout[0])[self._box(q)] *= np.exp(lf[0])
-
-    def row(self, query: int) -> np.ndarray:
-        q = check_int(query, "query", minimum=0, maximum=self.n_queries - 1)
-        out = np.zeros(self._layout[0])
-        out[self._box(q)] = 1.0
         return out.reshape(-1)
