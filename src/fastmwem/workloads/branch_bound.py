@@ -64,6 +64,12 @@ def _bisect(packed: np.ndarray, dimension: int, leaf_size: int) -> tuple[np.ndar
     return order, np.array(sorted(starts) + [m], dtype=np.int64)
 
 
+def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The concatenated index ranges ``[starts[i], starts[i] + lengths[i])``."""
+    first = np.cumsum(lengths) - lengths
+    return np.arange(int(lengths.sum()), dtype=np.int64) + np.repeat(starts - first, lengths)
+
+
 class BranchAndBoundOracle(ExactOracle):
     """Exact maximum inner-product search over explicit 0/1 keys, pruned by certified bounds.
 
@@ -158,28 +164,27 @@ class BranchAndBoundOracle(ExactOracle):
         # by less than this, so pruning with it never drops a key the exact sums would keep.
         slack = 4.0 * (self.dimension + 8) * np.finfo(np.float64).eps * float(np.abs(vector).sum())
         visit = np.argsort(-bounds, kind="stable")
-        sizes = np.diff(self._starts)
+        sizes = self._starts[1:] - self._starts[:-1]
         best_s = np.empty(0)
         best_p = np.empty(0, dtype=np.int64)
+        # Clusters are opened in bound order, a batch at a time, the batches doubling: at most
+        # twice the keys a one-by-one visit would score, in a logarithmic number of steps.
+        reach = np.cumsum(sizes[visit])  # keys in the first i + 1 clusters visited
         batch_keys = max(k, self.leaf_size)
         c = 0
         while c < visit.size:
             if best_s.size == k and bounds[visit[c]] + slack < best_s.min():
                 break
-            # Open clusters in bound order until about ``batch_keys`` keys, then re-check.
-            stop = c + 1
-            total = sizes[visit[c]]
-            while stop < visit.size and total < batch_keys:
-                total += sizes[visit[stop]]
-                stop += 1
-            chosen = visit[c:stop]
-            positions = np.concatenate([np.arange(self._starts[j], self._starts[j + 1]) for j in chosen])
+            done = int(reach[c - 1]) if c else 0
+            stop = min(int(np.searchsorted(reach, done + batch_keys)) + 1, visit.size)
+            positions = _ranges(self._starts[visit[c:stop]], sizes[visit[c:stop]])
             scores = np.concatenate([best_s, self._sums(table, self._packed[positions])])
             kept = np.concatenate([best_p, positions])
             if scores.size > k:
                 top = np.argpartition(-scores, k - 1)[:k]
                 scores, kept = scores[top], kept[top]
             best_s, best_p = scores, kept
+            batch_keys += positions.size
             c = stop
         self.clusters_opened = c
         order = np.argsort(-best_s, kind="stable")

@@ -182,8 +182,8 @@ def largest_differences(values: np.ndarray, k: int) -> tuple[np.ndarray, np.ndar
     level in ``O(N)``. The top-k pairs lie in the ``k`` nodes with the largest bests (any other
     node is beaten by ``k`` distinct pairs), and inside a node, with the left half sorted up
     and the right half sorted down, the pairs form a sorted ``X + Y`` grid walked with a heap.
-    Time ``O(N + k log k)`` plus sorting the halves of the nodes that are opened, at most
-    ``O(N log N)``.
+    Time ``O(N + k log k)`` plus sorting the halves of the at most ``k`` nodes that are opened
+    (together at most ``N log N`` positions, usually far fewer).
 
     Returns:
         ``(scores, i, j)``: ``min(k, N (N - 1) / 2)`` entries, scores non-increasing.
