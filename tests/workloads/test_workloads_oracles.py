@@ -63,6 +63,8 @@ def test_check_query_vectors() -> None:
             check_query_vectors(bad, 3)
     with pytest.raises(TypeError, match="queries"):
         check_query_vectors([["a", "b", "c"]], 3)
+    with pytest.raises(TypeError, match="complex"):
+        check_query_vectors(np.ones(3) * 1j, 3)
 
 
 def test_score_refuses_bad_query_and_ids() -> None:

@@ -40,6 +40,8 @@ def check_query_vectors(queries: object, dimension: int, name: str = "queries") 
 
     A 1-D vector of length ``dimension`` is taken as one query.
     """
+    if np.iscomplexobj(queries):
+        raise TypeError(f"{name} must be real, got complex values")
     try:
         arr = np.asarray(queries, dtype=np.float64)
     except (TypeError, ValueError) as exc:
