@@ -209,34 +209,48 @@ def largest_differences(values: np.ndarray, k: int) -> tuple[np.ndarray, np.ndar
     top = np.flatnonzero(best > -np.inf)
     if top.size > k:
         top = top[np.argpartition(-best[top], k - 1)[:k]]
-    heap = [(-float(best[g]), int(g), 0, 0) for g in top]
-    heapq.heapify(heap)
-    opened: dict[int, tuple[list[float], list[int], list[float], list[int]]] = {}
+    top = top[np.argsort(-best[top], kind="stable")]
+    # A node's first pair enters only when it is the next best, so the heap holds just the
+    # nodes that are reached (usually a handful: the top pairs share a few nodes).
+    node_neg = (-best[top]).tolist()
+    node_ids = top.tolist()
+    n_nodes = len(node_ids)
+    nxt = 0
+    heap: list[tuple[float, int, int, int]] = []
+    push, pop = heapq.heappush, heapq.heappop
+    opened: dict[int, tuple[list[float], list[int], list[float], list[int], int, int]] = {}
 
-    def open_node(g: int) -> tuple[list[float], list[int], list[float], list[int]]:
+    def open_node(g: int) -> tuple[list[float], list[int], list[float], list[int], int, int]:
         start = int(node_start[g])
         mid = start + int(node_half[g])
         end = min(mid + int(node_half[g]), n)
         left = start + np.argsort(values[start:mid], kind="stable")
         right = mid + np.argsort(-values[mid:end], kind="stable")
-        return values[right].tolist(), right.tolist(), values[left].tolist(), left.tolist()
+        return (values[right].tolist(), right.tolist(), values[left].tolist(), left.tolist(),
+                right.size, left.size)
 
     out_s: list[float] = []
     out_i: list[int] = []
     out_j: list[int] = []
-    while heap and len(out_s) < k:
-        neg, g, a, b = heapq.heappop(heap)
+    while len(out_s) < k:
+        if nxt < n_nodes and (not heap or node_neg[nxt] <= heap[0][0]):
+            neg, g, a, b = node_neg[nxt], node_ids[nxt], 0, 0
+            nxt += 1
+        elif heap:
+            neg, g, a, b = pop(heap)
+        else:
+            break
         node = opened.get(g)
         if node is None:
             node = opened[g] = open_node(g)
-        r_val, r_pos, l_val, l_pos = node
+        r_val, r_pos, l_val, l_pos, n_right, n_left = node
         out_s.append(-neg)
         out_i.append(l_pos[b])
         out_j.append(r_pos[a])
         # Each grid cell (a, b) is pushed once: from (a, b - 1), or from (a - 1, 0) when b = 0.
-        if b + 1 < len(l_val):
-            heapq.heappush(heap, (-(r_val[a] - l_val[b + 1]), g, a, b + 1))
-        if b == 0 and a + 1 < len(r_val):
-            heapq.heappush(heap, (-(r_val[a + 1] - l_val[0]), g, a + 1, 0))
+        if b + 1 < n_left:
+            push(heap, (l_val[b + 1] - r_val[a], g, a, b + 1))
+        if b == 0 and a + 1 < n_right:
+            push(heap, (l_val[0] - r_val[a + 1], g, a + 1, 0))
     return (np.array(out_s, dtype=np.float64), np.array(out_i, dtype=np.int64),
             np.array(out_j, dtype=np.int64))
