@@ -20,7 +20,7 @@ import numpy as np
 
 from fastmwem._validation import check_int
 from fastmwem.data.domain import Domain
-from fastmwem.workloads.oracles import ScanOracle, check_query_ids
+from fastmwem.workloads.oracles import ExactOracle, ScanOracle, check_query_ids
 
 __all__ = ["Workload", "LinearWorkload", "check_histogram"]
 
@@ -168,8 +168,8 @@ class LinearWorkload(abc.ABC):
             out[sel] = self.answer_group(hist, int(g))[ids[sel] - offsets[g]]
         return out
 
-    def top_k_oracle(self):  # -> an object meeting fastmwem.indices.TopKOracle
-        """An exact top-k oracle whose keys are this workload's query vectors.
+    def top_k_oracle(self) -> ExactOracle:
+        """An exact top-k oracle (a ``fastmwem.indices.TopKOracle``) over the query vectors.
 
         ``search(v, k)`` gives the ``k`` queries with the largest answers on the vector ``v``
         (any real vector over the cells, e.g. a difference of histograms), ``score(ids, v)``
