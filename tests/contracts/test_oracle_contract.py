@@ -13,8 +13,21 @@ from typing import NamedTuple
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
+from fastmwem.data.domain import Domain
 from fastmwem.indices import TopKOracle
+from fastmwem.workloads import (
+    AllIntervals,
+    BranchAndBoundOracle,
+    Concatenate,
+    Marginals,
+    MatrixWorkload,
+    Parities,
+    RandomCountingQueries,
+    RangeQueries,
+    cuboids,
+)
 
 
 class Case(NamedTuple):
@@ -65,8 +78,64 @@ def _reference(rng: np.random.Generator) -> tuple[object, np.ndarray]:
     return _Reference(keys), keys
 
 
+def _workload_case(build: Callable[[np.random.Generator], object]) -> Callable:
+    """A workload's own oracle, with its dense query matrix as the keys."""
+    def make(rng: np.random.Generator) -> tuple[object, np.ndarray]:
+        w = build(rng)
+        return w.top_k_oracle(), w.dense()
+    return make
+
+
+def _binary(d: int) -> Domain:
+    return Domain([f"b{i}" for i in range(d)], [2] * d)
+
+
+def _mixed() -> Domain:
+    return Domain(["a", "b", "c"], [5, 2, 3])
+
+
+def _clustered_keys(rng: np.random.Generator, m: int = 60, d: int = 24) -> np.ndarray:
+    """Noisy copies of a few patterns: the structure branch and bound prunes on."""
+    centers = rng.random((4, d)) < 0.5
+    return centers[rng.integers(0, 4, size=m)] ^ (rng.random((m, d)) < 0.05)
+
+
+def _interval_keys(n: int = 9) -> np.ndarray:
+    lo, hi = np.triu_indices(n)
+    cells = np.arange(n)
+    return (cells >= lo[:, None]) & (cells <= hi[:, None])
+
+
+def _branch_bound(keys_of: Callable[[np.random.Generator], np.ndarray], leaf_size: int) -> Callable:
+    def make(rng: np.random.Generator) -> tuple[object, np.ndarray]:
+        keys = keys_of(rng)
+        return BranchAndBoundOracle(keys, leaf_size=leaf_size), keys.astype(np.float64)
+    return make
+
+
 CASES: list[Case] = [
     Case("reference", _reference),
+    Case("intervals", _workload_case(lambda rng: AllIntervals(_mixed(), "a"))),
+    Case("intervals_one_value", _workload_case(lambda rng: AllIntervals(Domain(["a"], [1]), "a"))),
+    Case("ranges_random_1d", _workload_case(lambda rng: RangeQueries.random(_mixed(), "a", 12, rng=rng))),
+    Case("ranges_boxes", _workload_case(
+        lambda rng: RangeQueries.random(_mixed(), ["c", "a"], 15, rng=rng))),
+    Case("parities_all", _workload_case(lambda rng: Parities.all_kway(_binary(5), 5))),
+    Case("parities_3way", _workload_case(lambda rng: Parities.all_kway(_binary(5), 3, include_lower=False))),
+    Case("marginals_2way", _workload_case(lambda rng: Marginals.all_kway(_mixed(), 2))),
+    Case("cuboids", _workload_case(lambda rng: cuboids(_mixed()))),
+    Case("counting", _workload_case(lambda rng: RandomCountingQueries(_mixed(), 50, rng=rng))),
+    Case("matrix_dense", _workload_case(
+        lambda rng: MatrixWorkload(_mixed(), rng.normal(size=(30, 30))))),
+    Case("matrix_sparse", _workload_case(
+        lambda rng: MatrixWorkload(_mixed(), sp.random(30, 30, density=0.2, random_state=3)))),
+    Case("concatenate", _workload_case(lambda rng: Concatenate([
+        AllIntervals(_mixed(), "c"), Marginals.all_kway(_mixed(), 1),
+        RandomCountingQueries(_mixed(), 7, rng=rng)]))),
+    Case("branch_bound_random", _branch_bound(lambda rng: rng.random((70, 20)) < 0.5, 4)),
+    Case("branch_bound_clustered", _branch_bound(_clustered_keys, 3)),
+    Case("branch_bound_intervals", _branch_bound(lambda rng: _interval_keys(), 5)),
+    Case("branch_bound_one_leaf", _branch_bound(lambda rng: rng.random((10, 9)) < 0.3, 64)),
 ]
 
 pytestmark = pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])

@@ -18,7 +18,9 @@ import scipy.sparse as sp
 
 from fastmwem import workloads
 from fastmwem.data.domain import Domain
+from fastmwem.indices import TopKOracle
 from fastmwem.workloads import (
+    AllIntervals,
     Concatenate,
     LinearWorkload,
     Marginals,
@@ -89,6 +91,11 @@ def _ranges_all(rng: np.random.Generator) -> LinearWorkload:
     return RangeQueries.random(d, list(reversed(d.attributes)), 15, rng=rng)
 
 
+def _intervals(rng: np.random.Generator) -> LinearWorkload:
+    d = _domain(rng)
+    return AllIntervals(d, d.attributes[int(rng.integers(len(d)))])
+
+
 def _parities_kway(rng: np.random.Generator) -> LinearWorkload:
     d = _domain(rng, binary=True)
     return Parities.all_kway(d, int(rng.integers(1, len(d) + 1)))
@@ -123,6 +130,7 @@ def _concatenate(rng: np.random.Generator) -> LinearWorkload:
         MatrixWorkload(d, m, groups=[0, 2, 5]),
         Parities.all_kway(d, 1),
         RandomCountingQueries(d, 3, rng=rng),
+        AllIntervals(d, d.attributes[0]),
     ])
 
 
@@ -140,6 +148,7 @@ FACTORIES: dict[str, Callable[[np.random.Generator], LinearWorkload]] = {
     "ranges_1d": _ranges_1d,
     "ranges_box": _ranges_box,
     "ranges_all_attributes": _ranges_all,
+    "intervals": _intervals,
     "parities_kway": _parities_kway,
     "parities_mixed": _parities_mixed,
     "counting_half": _counting_half,
@@ -312,3 +321,64 @@ def test_linearity_of_answers(case) -> None:
     a, b = rng.random((2, w.domain.size))
     np.testing.assert_allclose(w.answer(2 * a - 3 * b), 2 * w.answer(a) - 3 * w.answer(b), rtol=1e-9, atol=1e-9)
 
+
+
+def _vectors(rng: np.random.Generator, size: int) -> list[np.ndarray]:
+    """Histograms and signed difference vectors, including ties (all equal, zero, one spike)."""
+    spike = np.zeros(size)
+    spike[rng.integers(size)] = 2.0
+    return [rng.random(size), rng.normal(size=size), np.ones(size), np.zeros(size), spike,
+            np.where(np.arange(size) % 2 == 0, 1.0, -1.0), rng.integers(-1, 2, size=size) * 1.0]
+
+
+def test_answer_queries_matches_answer(case) -> None:
+    w, _, rng = case
+    for h in _vectors(rng, w.domain.size):
+        full = w.answer(h)
+        ids = rng.integers(0, w.n_queries, size=7)  # repeats allowed
+        np.testing.assert_allclose(w.answer_queries(h, ids), full[ids], rtol=1e-10, atol=1e-10)
+        every = np.arange(w.n_queries)
+        np.testing.assert_allclose(w.answer_queries(h, every), full, rtol=1e-10, atol=1e-10)
+        np.testing.assert_allclose(w.answer_queries(h.reshape(w.domain.shape), every[::-1].reshape(1, -1)),
+                                   full[None, ::-1], rtol=1e-10, atol=1e-10)
+        for q in (0, w.n_queries - 1):
+            assert w.answer_queries(h, [q]) == pytest.approx(full[q], rel=1e-10, abs=1e-10)
+    assert w.answer_queries(np.ones(w.domain.size), np.array([], dtype=np.int64)).shape == (0,)
+
+
+def test_answer_queries_rejects_bad_input(case) -> None:
+    w, _, _ = case
+    h = np.ones(w.domain.size)
+    for bad in ([w.n_queries], [-1], [0, w.n_queries + 3]):
+        with pytest.raises(ValueError, match="ids"):
+            w.answer_queries(h, bad)
+    for bad in ([0.0], [True], "0"):
+        with pytest.raises(TypeError, match="ids"):
+            w.answer_queries(h, bad)
+    bad_h = h.copy()
+    bad_h[0] = np.nan
+    with pytest.raises(ValueError, match="histogram"):
+        w.answer_queries(bad_h, [0])
+    with pytest.raises(ValueError, match="histogram"):
+        w.answer_queries(np.ones(w.domain.size + 1), [0])
+
+
+def test_top_k_oracle_is_exact_for_every_k(case) -> None:
+    """The workload's oracle against a brute-force scan of its dense rows, k = 1 .. m + 1."""
+    w, _, rng = case
+    oracle = w.top_k_oracle()
+    assert isinstance(oracle, TopKOracle)
+    assert oracle.exact and oracle.certified_gap == 0.0
+    assert (oracle.n_keys, oracle.dimension) == (w.n_queries, w.domain.size)
+    dense = w.dense()
+    for v in _vectors(rng, w.domain.size):
+        truth = np.sort(dense @ v)[::-1]
+        for k in range(1, w.n_queries + 2):
+            scores, ids = oracle.search(np.stack([v, -v]), k)  # the lazy mechanism's batch
+            n = min(k, w.n_queries)
+            assert np.unique(ids[0, :n]).size == n and np.all(ids[:, n:] == -1)
+            np.testing.assert_allclose(scores[0, :n], truth[:n], rtol=1e-9, atol=1e-9)
+            np.testing.assert_allclose(scores[0, :n], dense[ids[0, :n]] @ v, rtol=1e-9, atol=1e-9)
+            np.testing.assert_allclose(scores[1, :n], np.sort(-(dense @ v))[::-1][:n], rtol=1e-9, atol=1e-9)
+            # Tail scores round exactly as the top-k scores do (the lazy sampler compares them).
+            np.testing.assert_array_equal(oracle.score(ids[0, :n], v), scores[0, :n])

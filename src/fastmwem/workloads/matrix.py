@@ -219,6 +219,13 @@ class MatrixWorkload(LinearWorkload):
         # millisecond stalls to small products on a busy machine.
         return np.einsum("ij,j->i", self.matrix[rows], hist)
 
+    def _answer_queries(self, hist: np.ndarray, ids: np.ndarray) -> np.ndarray:
+        if self.sparse:
+            return np.asarray(self.matrix[ids] @ hist, dtype=np.float64).reshape(-1)
+        step = max(1, _CHUNK_ENTRIES // self.matrix.shape[1])
+        return np.concatenate([np.einsum("ij,j->i", self.matrix[ids[i:i + step]], hist)
+                               for i in range(0, ids.size, step)])
+
     def answer_transpose(self, weights: np.ndarray) -> np.ndarray:
         w = self._check_weights(weights)
         if not np.all(np.isfinite(w)):

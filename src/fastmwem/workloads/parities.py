@@ -187,6 +187,25 @@ class Parities(LinearWorkload):
             return np.full(self.n_queries, hist.sum())
         return walsh_hadamard(project(hist, self._layout))[self._coeff]
 
+    def _answer_queries(self, hist: np.ndarray, ids: np.ndarray) -> np.ndarray:
+        if not self._union:
+            return np.full(ids.size, hist.sum())
+        projected = project(hist, self._layout)
+        distinct, inverse = np.unique(ids, return_inverse=True)
+        u = len(self._union)
+        if distinct.size > u:
+            # More parities than bits: one transform (u passes) beats a pass per parity.
+            return walsh_hadamard(projected)[self._coeff[ids]]
+        values = np.empty(distinct.size)
+        for i, coeff in enumerate(self._coeff[distinct]):
+            cells = projected.reshape((2,) * u)
+            # Differencing the halves of each axis of the parity, last axis first.
+            for axis in range(u - 1, -1, -1):
+                if (int(coeff) >> (u - 1 - axis)) & 1:
+                    cells = cells[(slice(None),) * axis + (0,)] - cells[(slice(None),) * axis + (1,)]
+            values[i] = cells.sum()
+        return values[inverse]
+
     def answer_group(self, histogram: np.ndarray, group: int) -> np.ndarray:
         q = check_int(group, "group", minimum=0, maximum=self.n_groups - 1)
         hist = flat_histogram(histogram, self.domain)

@@ -70,7 +70,48 @@ def _prefix_sums(arr: np.ndarray, reverse: bool = False) -> np.ndarray:
     return arr
 
 
-class RangeQueries(LinearWorkload):
+class UnitBoxQueries:
+    """Range workloads whose query ``q`` is the box ``self._box(q)`` of ``self._layout``.
+
+    Each query is its own group and counts records (values 0/1), so under add/remove-one-record
+    ``query_sensitivity`` and every group sensitivity are 1. Group operations slice the box.
+    """
+
+    domain: Domain
+    _layout: tuple[tuple[int, ...], tuple[int, ...]]
+    n_groups: int
+    n_queries: int
+
+    def _box(self, query: int) -> tuple[slice, ...]:
+        raise NotImplementedError
+
+    @property
+    def query_sensitivity(self) -> float:
+        return 1.0
+
+    @property
+    def group_sensitivity(self) -> np.ndarray:
+        return np.ones(self.n_groups)
+
+    def answer_group(self, histogram: np.ndarray, group: int) -> np.ndarray:
+        q = check_int(group, "group", minimum=0, maximum=self.n_groups - 1)
+        hist = flat_histogram(histogram, self.domain)
+        return np.array([hist.reshape(self._layout[0])[self._box(q)].sum()])
+
+    def multiply_group(self, histogram: np.ndarray, group: int, log_factors: np.ndarray) -> None:
+        q = check_int(group, "group", minimum=0, maximum=self.n_groups - 1)
+        flat = check_inplace_histogram(histogram, self.domain)
+        lf = check_log_factors(log_factors, 1)
+        flat.reshape(self._layout[0])[self._box(q)] *= np.exp(lf[0])
+
+    def row(self, query: int) -> np.ndarray:
+        q = check_int(query, "query", minimum=0, maximum=self.n_queries - 1)
+        out = np.zeros(self._layout[0])
+        out[self._box(q)] = 1.0
+        return out.reshape(-1)
+
+
+class RangeQueries(UnitBoxQueries, LinearWorkload):
     """Counting queries of boxes: products of inclusive intervals over some ordered attributes.
 
     Query ``i`` counts the records ``x`` with ``lower[i, j] <= x[a_j] <= upper[i, j]`` for every
@@ -181,7 +222,6 @@ class RangeQueries(LinearWorkload):
         prefix sums of ``m``; on each axis a corner takes ``upper`` (+) or ``lower - 1`` (-),
         and the latter vanishes when ``lower == 0``, so it is expanded only for those queries.
         """
-        n = self.lower.shape[0]
         total = int(np.sum(np.left_shift(1, np.count_nonzero(self._lo > 0, axis=1), dtype=np.int64)))
         if total > MAX_CORNERS:
             raise ValueError(
@@ -189,6 +229,12 @@ class RangeQueries(LinearWorkload):
                 f"with m intervals not starting at 0), above MAX_CORNERS = {MAX_CORNERS}; "
                 "use fewer box attributes or a MatrixWorkload"
             )
+        return self._corners_of(self._lo, self._hi)
+
+    def _corners_of(self, lo_bounds: np.ndarray, hi_bounds: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The signed corners of the boxes given by rows of bounds (ids are row positions)."""
+        n = lo_bounds.shape[0]
         strides = np.ones(len(self._mshape), dtype=np.int64)
         for j in range(len(self._mshape) - 2, -1, -1):
             strides[j] = strides[j + 1] * self._mshape[j + 1]
@@ -196,8 +242,8 @@ class RangeQueries(LinearWorkload):
         qid = np.arange(n, dtype=np.int64)
         sign = np.ones(n, dtype=np.float64)
         for j in range(len(self._mshape)):
-            lo = self._lo[qid, j]
-            up = flat + self._hi[qid, j] * strides[j]
+            lo = lo_bounds[qid, j]
+            up = flat + hi_bounds[qid, j] * strides[j]
             keep = lo > 0
             down = flat[keep] + (lo[keep] - 1) * strides[j]
             flat = np.concatenate([up, down])
@@ -209,14 +255,6 @@ class RangeQueries(LinearWorkload):
     @property
     def n_queries(self) -> int:
         return int(self.lower.shape[0])
-
-    @property
-    def query_sensitivity(self) -> float:
-        return 1.0
-
-    @property
-    def group_sensitivity(self) -> np.ndarray:
-        return np.ones(self.n_groups)
 
     def describe(self, query: int) -> str:
         q = check_int(query, "query", minimum=0, maximum=self.n_queries - 1)
@@ -235,17 +273,18 @@ class RangeQueries(LinearWorkload):
         flat, qid, sign = self._corners
         return np.bincount(qid, weights=sign * prefix.reshape(-1)[flat], minlength=self.n_queries)
 
+    def _answer_queries(self, hist: np.ndarray, ids: np.ndarray) -> np.ndarray:
+        # The corners of the chosen boxes only, over the same prefix sums as ``answer``.
+        prefix = _prefix_sums(np.ascontiguousarray(project(hist, self._layout)))
+        flat, pos, sign = self._corners_of(self._lo[ids], self._hi[ids])
+        return np.bincount(pos, weights=sign * prefix.reshape(-1)[flat], minlength=ids.size)
+
     def _box(self, query: int) -> tuple[slice, ...]:
         merged, kept = self._layout
         box = [slice(None)] * len(merged)
         for j, pos in enumerate(kept):
             box[pos] = slice(int(self._lo[query, j]), int(self._hi[query, j]) + 1)
         return tuple(box)
-
-    def answer_group(self, histogram: np.ndarray, group: int) -> np.ndarray:
-        q = check_int(group, "group", minimum=0, maximum=self.n_groups - 1)
-        hist = flat_histogram(histogram, self.domain)
-        return np.array([hist.reshape(self._layout[0])[self._box(q)].sum()])
 
     def answer_transpose(self, weights: np.ndarray) -> np.ndarray:
         w = self._check_weights(weights)
@@ -257,16 +296,4 @@ class RangeQueries(LinearWorkload):
         suffix = _prefix_sums(diff, reverse=True)
         out = np.zeros(self._layout[0])
         out += broadcastable(suffix, self._layout)
-        return out.reshape(-1)
-
-    def multiply_group(self, histogram: np.ndarray, group: int, log_factors: np.ndarray) -> None:
-        q = check_int(group, "group", minimum=0, maximum=self.n_groups - 1)
-        flat = check_inplace_histogram(histogram, self.domain)
-        lf = check_log_factors(log_factors, 1)
-        flat.reshape(self._layout[0])[self._box(q)] *= np.exp(lf[0])
-
-    def row(self, query: int) -> np.ndarray:
-        q = check_int(query, "query", minimum=0, maximum=self.n_queries - 1)
-        out = np.zeros(self._layout[0])
-        out[self._box(q)] = 1.0
         return out.reshape(-1)

@@ -9,6 +9,7 @@ from fastmwem.data.domain import Domain
 from fastmwem.workloads._common import check_subset_count
 from fastmwem.workloads.base import LinearWorkload
 from fastmwem.workloads.counting import RandomCountingQueries
+from fastmwem.workloads.intervals import AllIntervals
 from fastmwem.workloads.marginals import Marginals
 from fastmwem.workloads.parities import Parities
 from fastmwem.workloads.ranges import RangeQueries
@@ -18,6 +19,7 @@ __all__ = ["parse_workload", "WORKLOAD_HELP"]
 WORKLOAD_HELP = (
     "workload: marginals:K (all K-way marginals, e.g. marginals:3); marginals:1-3 (all 1- to "
     "3-way); ranges:N[:A,B] (N random range queries over attributes A,B; default all); "
+    "intervals:A (all intervals of the ordered attribute A); "
     "parities:K (all parities of at most K binary attributes); counting:N (N random counting "
     "queries). Default marginals:3"
 )
@@ -48,6 +50,8 @@ def parse_workload(spec: str, domain: Domain, *, seed: int | None = None) -> Lin
     5
     >>> parse_workload("parities:2", d).n_queries
     7
+    >>> parse_workload("intervals:b", d).n_queries
+    3
     """
     if not isinstance(spec, str) or ":" not in spec:
         raise ValueError(f"workload must look like 'marginals:3', got {spec!r}")
@@ -72,6 +76,10 @@ def parse_workload(spec: str, domain: Domain, *, seed: int | None = None) -> Lin
         count, _, names = argument.partition(":")
         attributes = tuple(a for a in names.split(",") if a) if names else domain.attributes
         return RangeQueries.random(domain, attributes, _positive(count, spec), rng=seed)
+    if kind == "intervals":
+        if not argument or "," in argument:
+            raise ValueError(f"workload {spec!r}: name one attribute, e.g. 'intervals:age'")
+        return AllIntervals(domain, argument)
     if kind == "parities":
         k = _positive(argument, spec)
         if k > len(domain):
@@ -80,5 +88,5 @@ def parse_workload(spec: str, domain: Domain, *, seed: int | None = None) -> Lin
     if kind == "counting":
         return RandomCountingQueries(domain, _positive(argument, spec), rng=seed)
     raise ValueError(
-        f"unknown workload kind {kind!r} in {spec!r}; known: marginals, ranges, parities, counting"
+        f"unknown workload kind {kind!r} in {spec!r}; known: marginals, ranges, intervals, parities, counting"
     )
