@@ -291,7 +291,10 @@ def approx_dp_to_zcdp_budget(epsilon: object, delta: object) -> Fraction:
 
 
 def advanced_composition(epsilon0: object, rounds: int, delta_prime: object) -> tuple[float, float]:
-    """Advanced composition (Dwork, Rothblum and Vadhan 2010; fast-mwem.txt Thm B.1).
+    """Advanced composition (Dwork, Rothblum and Vadhan 2010).
+
+    As quoted in Haris, Choi and Laksanawisit, "Fast-MWEM: Private Data Release in Sublinear
+    Time" (arXiv:2602.03732), Thm B.1.
 
     ``rounds`` adaptive ``epsilon0``-DP steps are ``(epsilon', delta_prime)``-DP with
     ``epsilon' = epsilon0 sqrt(2 T ln(1/delta')) + T epsilon0 (e^epsilon0 - 1)`` (rounded up).

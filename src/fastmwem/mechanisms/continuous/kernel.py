@@ -1,0 +1,163 @@
+"""Simulating the atom kernel: Algorithm 1-D runs, and ConfAtomPerfect's repeated runs.
+
+A run starts at the atom and applies the remainder kernel ``R`` a ``Geom0(beta)`` number of
+times; by the split-chain identity ``pi = sum_n beta (1 - beta)^n delta_* R^n`` its end point is
+an exact draw of the mixture ``(1 - k_X) mu_X + k_X delta_*`` (see
+:mod:`~fastmwem.mechanisms.continuous.design` for the kernel). The proposals of one run are
+exactly ``Geom0(beta / (beta + 1 - w))``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from fastmwem.mechanisms.continuous._common import Progress
+from fastmwem.mechanisms.continuous.density import ExponentialDensity
+from fastmwem.mechanisms.continuous.design import AtomDesign
+
+__all__ = ["atom_runs", "first_exits"]
+
+# Relative slack when checking "w * alpha(y -> *) >= beta" at visited points (rounding only).
+_BOUND_TOL = 1e-9
+
+# Coordinates of the run end points simulated in one batch of first_exits (8 MB of float64):
+# bounds the memory of the speculative runs whatever the number of runs a draw needs.
+_BATCH_VALUES = 1 << 20
+
+
+def atom_runs(mech: ExponentialDensity, design: AtomDesign, n: int,
+              rng: np.random.Generator, *, pad: bool = False) -> dict[str, np.ndarray]:
+    """Run Algorithm 1-D once for each of ``n`` independent slots (no privacy charge: internal).
+
+    With ``pad`` a proposal outside the space still costs one loss evaluation (at a fixed
+    interior point, result discarded), so the work is exactly one evaluation per proposal;
+    otherwise whether a proposal falls outside, which depends on the current state and so on the
+    data, would show in the amount of work.
+    Returns arrays ``values`` (n, d), ``at_atom``, ``proposals``, ``evaluations``.
+    """
+    space = mech.space
+    w, beta = design.w, design.beta
+    log_w, log_1mw = math.log(w), math.log1p(-w)
+    log_kappa = math.log(design.kappa)
+    p_branch_a = (1.0 - w) / (1.0 - beta)
+    # w * alpha(y -> *) >= beta must hold at every visited y; in log form on alpha.
+    log_alpha_floor = math.log(beta / w) - _BOUND_TOL
+    move_out = w > beta
+
+    x = np.zeros((n, space.dim))
+    logg = np.zeros(n)
+    log_alpha_out = np.zeros(n)  # log alpha(x -> *) of the current state (cached)
+    at_atom = np.ones(n, dtype=bool)
+    remaining = rng.geometric(beta, size=n) - 1
+    proposals = np.zeros(n, dtype=np.int64)
+    evaluations = np.zeros(n, dtype=np.int64)
+    active = np.arange(n)
+
+    while True:
+        active = active[remaining[active] > 0]
+        if active.size == 0:
+            break
+        u = rng.random(active.size)
+        branch_a = u < p_branch_a
+        ia = active[branch_a]
+        ib = active[~branch_a]
+
+        if ia.size:
+            proposals[ia] += 1
+            from_atom = ia[at_atom[ia]]
+            from_y = ia[~at_atom[ia]]
+            cand = np.empty((ia.size, space.dim))
+            n_atom = from_atom.size
+            cand[:n_atom] = design.exit.sample(n_atom, space, rng)
+            cand[n_atom:] = design.proposal.propose(x[from_y], space, rng)
+            owners = np.concatenate([from_atom, from_y])
+            inside = space.contains(cand)
+            logg_c = np.full(ia.size, -np.inf)
+            if pad:
+                padded = np.where(inside[:, None], cand, space.interior_point)
+                logg_c[inside] = mech.log_weight(padded)[inside]
+                evaluations[owners] += 1
+            elif inside.any():
+                logg_c[inside] = mech.log_weight(cand[inside])
+                evaluations[owners[inside]] += 1
+            log_acc = np.empty(ia.size)
+            log_acc[:n_atom] = (log_w - log_kappa - log_1mw + logg_c[:n_atom]
+                                - design.exit.log_density(cand[:n_atom], space))
+            log_acc[n_atom:] = logg_c[n_atom:] - logg[from_y]
+            with np.errstate(under="ignore"):
+                accept = inside & (rng.random(ia.size) < np.exp(np.minimum(log_acc, 0.0)))
+            if accept.any():
+                new = owners[accept]
+                pts = cand[accept]
+                lg = logg_c[accept]
+                la_out = np.minimum(
+                    0.0, log_kappa + log_1mw + design.exit.log_density(pts, space) - log_w - lg
+                )
+                if np.any(la_out < log_alpha_floor):
+                    raise RuntimeError(
+                        "the exit density's ratio_bound is not an upper bound of g/h at a visited "
+                        "point, so beta is invalid and the draw would not be exact; use a larger "
+                        "ratio_bound"
+                    )
+                x[new] = pts
+                logg[new] = lg
+                log_alpha_out[new] = la_out
+                at_atom[new] = False
+
+        if move_out and ib.size:
+            # Remainder kernel's move to the atom: probability (w alpha - beta) / (w - beta).
+            yb = ib[~at_atom[ib]]
+            if yb.size:
+                p_out = (w * np.exp(log_alpha_out[yb]) - beta) / (w - beta)
+                go = rng.random(yb.size) < p_out
+                at_atom[yb[go]] = True
+
+        remaining[active] -= 1
+
+    return {"values": x, "at_atom": at_atom, "proposals": proposals, "evaluations": evaluations}
+
+
+def first_exits(mech: ExponentialDensity, design: AtomDesign, n: int, rng: np.random.Generator,
+                *, progress: bool | None = None) -> dict[str, np.ndarray]:
+    """For each of ``n`` slots, the end point of the first run that ends in the space.
+
+    This is ConfAtomPerfect (Algorithm 2 of arXiv:2204.01132): runs are repeated until one ends
+    in ``Y``, ``Geom1(1 - k_X)`` runs in all. The runs of a slot are i.i.d., so they are
+    simulated in batches that double in size (a slot still waiting after ``r`` runs gets ``2r``
+    more at once, up to a memory bound) and the first of them in order that ends in ``Y`` is
+    taken: the law is exactly that of the one-at-a-time loop, and a draw that needs millions of
+    runs (a large ``epsilon`` with the uniform exit) takes seconds instead of an hour.
+
+    Returns arrays ``values`` (n, d) and, counted as the one-at-a-time loop would count them
+    (runs up to and including the first that ends in ``Y``; the batch's later runs are
+    discarded unseen), ``proposals``, ``runs`` and ``evaluations``.
+    """
+    values = np.empty((n, mech.dim))
+    totals = {key: np.zeros(n, dtype=np.int64) for key in ("proposals", "runs", "evaluations")}
+    pending = np.arange(n)
+    per_slot = 1
+    simulated = 0
+    bar = Progress(n, "atom_perfect", show=progress)
+    try:
+        while pending.size:
+            out = atom_runs(mech, design, pending.size * per_slot, rng)
+            simulated += pending.size * per_slot
+            ended_in_y = ~out["at_atom"].reshape(pending.size, per_slot)
+            found = ended_in_y.any(axis=1)
+            first = np.argmax(ended_in_y, axis=1)
+            counted = np.where(found, first + 1, per_slot)
+            mask = np.arange(per_slot)[None, :] < counted[:, None]
+            totals["runs"][pending] += counted
+            for key in ("proposals", "evaluations"):
+                totals[key][pending] += (out[key].reshape(pending.size, per_slot) * mask).sum(1)
+            picked = out["values"].reshape(pending.size, per_slot, mech.dim)
+            values[pending[found]] = picked[found, first[found]]
+            pending = pending[~found]
+            bar.update(int(found.sum()), simulated)
+            room = _BATCH_VALUES // (mech.dim * max(1, pending.size))
+            per_slot = max(1, min(2 * per_slot, room))
+    finally:
+        bar.close()
+    return {"values": values, **totals}
