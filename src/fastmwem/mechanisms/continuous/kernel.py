@@ -22,9 +22,11 @@ __all__ = ["atom_runs", "first_exits"]
 # Relative slack when checking "w * alpha(y -> *) >= beta" at visited points (rounding only).
 _BOUND_TOL = 1e-9
 
-# Coordinates of the run end points simulated in one batch of first_exits (8 MB of float64):
-# bounds the memory of the speculative runs whatever the number of runs a draw needs.
-_BATCH_VALUES = 1 << 20
+# Runs simulated at once by first_exits when few draws are pending: enough for numpy to work at
+# full speed (more only adds runs that are simulated and then discarded), and at most 32 MB of
+# end-point coordinates in high dimension.
+_BATCH_RUNS = 1 << 16
+_BATCH_VALUES = 1 << 22
 
 
 def atom_runs(mech: ExponentialDensity, design: AtomDesign, n: int,
@@ -126,9 +128,10 @@ def first_exits(mech: ExponentialDensity, design: AtomDesign, n: int, rng: np.ra
     This is ConfAtomPerfect (Algorithm 2 of arXiv:2204.01132): runs are repeated until one ends
     in ``Y``, ``Geom1(1 - k_X)`` runs in all. The runs of a slot are i.i.d., so they are
     simulated in batches that double in size (a slot still waiting after ``r`` runs gets ``2r``
-    more at once, up to a memory bound) and the first of them in order that ends in ``Y`` is
-    taken: the law is exactly that of the one-at-a-time loop, and a draw that needs millions of
-    runs (a large ``epsilon`` with the uniform exit) takes seconds instead of an hour.
+    more at once, up to ``2^16`` runs in a batch) and the first of them in order that ends in
+    ``Y`` is taken: the law is exactly that of the one-at-a-time loop, and a draw that needs
+    millions of runs (a large ``epsilon`` with the uniform exit) takes a second instead of
+    minutes.
 
     Returns arrays ``values`` (n, d) and, counted as the one-at-a-time loop would count them
     (runs up to and including the first that ends in ``Y``; the batch's later runs are
@@ -156,8 +159,8 @@ def first_exits(mech: ExponentialDensity, design: AtomDesign, n: int, rng: np.ra
             values[pending[found]] = picked[found, first[found]]
             pending = pending[~found]
             bar.update(int(found.sum()), simulated)
-            room = _BATCH_VALUES // (mech.dim * max(1, pending.size))
-            per_slot = max(1, min(2 * per_slot, room))
+            batch = min(_BATCH_RUNS, _BATCH_VALUES // mech.dim)
+            per_slot = max(1, min(2 * per_slot, batch // max(1, pending.size)))
     finally:
         bar.close()
     return {"values": values, **totals}
