@@ -28,16 +28,26 @@ _BOUND_TOL = 1e-9
 _BATCH_RUNS = 1 << 16
 _BATCH_VALUES = 1 << 22
 
+# ConfAtomPerfect restarts runs in place while at least this many draws are busy, for at most
+# this many steps: cheap for many draws of moderate cost; the rest goes to the batches.
+_RESTART_ABOVE = 256
+_RESTART_STEPS = 256
+
 
 def atom_runs(mech: ExponentialDensity, design: AtomDesign, n: int,
-              rng: np.random.Generator, *, pad: bool = False) -> dict[str, np.ndarray]:
-    """Run Algorithm 1-D once for each of ``n`` independent slots (no privacy charge: internal).
+              rng: np.random.Generator, *, pad: bool = False, restart_above: int | None = None,
+              restart_steps: int = 0) -> dict[str, np.ndarray]:
+    """Run Algorithm 1-D for ``n`` independent slots at once (no privacy charge: internal).
 
+    Each slot makes one run, or, with ``restart_above``, a slot whose run ends at the atom
+    starts a fresh one (ConfAtomPerfect) for as long as at least ``restart_above`` slots are
+    still busy and for the first ``restart_steps`` steps; after that the runs in progress finish
+    and a slot left at the atom is returned as such.
     With ``pad`` a proposal outside the space still costs one loss evaluation (at a fixed
     interior point, result discarded), so the work is exactly one evaluation per proposal;
     otherwise whether a proposal falls outside, which depends on the current state and so on the
     data, would show in the amount of work.
-    Returns arrays ``values`` (n, d), ``at_atom``, ``proposals``, ``evaluations``.
+    Returns arrays ``values`` (n, d), ``at_atom``, ``proposals``, ``runs``, ``evaluations``.
     """
     space = mech.space
     w, beta = design.w, design.beta
@@ -55,9 +65,21 @@ def atom_runs(mech: ExponentialDensity, design: AtomDesign, n: int,
     remaining = rng.geometric(beta, size=n) - 1
     proposals = np.zeros(n, dtype=np.int64)
     evaluations = np.zeros(n, dtype=np.int64)
+    runs = np.ones(n, dtype=np.int64)
     active = np.arange(n)
+    restarting = restart_above is not None
+    step = 0
 
     while True:
+        restarting = restarting and active.size >= restart_above and step < restart_steps
+        step += 1
+        while restarting:
+            # A run that ended at the atom is discarded and a fresh one starts (Algorithm 2).
+            redo = active[(remaining[active] == 0) & at_atom[active]]
+            if redo.size == 0:
+                break
+            runs[redo] += 1
+            remaining[redo] = rng.geometric(beta, size=redo.size) - 1
         active = active[remaining[active] > 0]
         if active.size == 0:
             break
@@ -118,7 +140,8 @@ def atom_runs(mech: ExponentialDensity, design: AtomDesign, n: int,
 
         remaining[active] -= 1
 
-    return {"values": x, "at_atom": at_atom, "proposals": proposals, "evaluations": evaluations}
+    return {"values": x, "at_atom": at_atom, "proposals": proposals, "runs": runs,
+            "evaluations": evaluations}
 
 
 def first_exits(mech: ExponentialDensity, design: AtomDesign, n: int, rng: np.random.Generator,
@@ -127,22 +150,25 @@ def first_exits(mech: ExponentialDensity, design: AtomDesign, n: int, rng: np.ra
 
     This is ConfAtomPerfect (Algorithm 2 of arXiv:2204.01132): runs are repeated until one ends
     in ``Y``, ``Geom1(1 - k_X)`` runs in all. The runs of a slot are i.i.d., so they are
-    simulated in batches that double in size (a slot still waiting after ``r`` runs gets ``2r``
-    more at once, up to ``2^16`` runs in a batch) and the first of them in order that ends in
-    ``Y`` is taken: the law is exactly that of the one-at-a-time loop, and a draw that needs
-    millions of runs (a large ``epsilon`` with the uniform exit) takes a second instead of
-    minutes.
+    simulated side by side: first each slot restarts in place (as long as many slots are busy,
+    for a bounded number of steps); the slots still waiting then get batches of runs that double
+    in size (``2r`` more runs at once after ``r``, up to ``2^16`` runs in a batch), and the
+    first run of a batch in order that ends in ``Y`` is taken. The law is exactly that of the
+    one-at-a-time loop, and a draw that needs millions of runs (a large ``epsilon`` with the
+    uniform exit) takes a second instead of minutes.
 
     Returns arrays ``values`` (n, d) and, counted as the one-at-a-time loop would count them
     (runs up to and including the first that ends in ``Y``; the batch's later runs are
     discarded unseen), ``proposals``, ``runs`` and ``evaluations``.
     """
-    values = np.empty((n, mech.dim))
-    totals = {key: np.zeros(n, dtype=np.int64) for key in ("proposals", "runs", "evaluations")}
-    pending = np.arange(n)
-    per_slot = 1
-    simulated = 0
+    out = atom_runs(mech, design, n, rng, restart_above=_RESTART_ABOVE, restart_steps=_RESTART_STEPS)
+    values = out["values"]
+    totals = {key: out[key] for key in ("proposals", "runs", "evaluations")}
+    pending = np.flatnonzero(out["at_atom"])
+    per_slot = 2
+    simulated = int(totals["runs"].sum())
     bar = Progress(n, "atom_perfect", show=progress)
+    bar.update(n - pending.size, simulated)
     try:
         while pending.size:
             out = atom_runs(mech, design, pending.size * per_slot, rng)
