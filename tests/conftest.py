@@ -9,13 +9,31 @@
 
 Choose with the ``HYPOTHESIS_PROFILE`` environment variable, e.g.
 ``HYPOTHESIS_PROFILE=explore pytest tests/test_accounting.py``.
+
+Hypothesis also draws on the literals of the project's source modules that are loaded when a
+test runs, so a derandomised test would see other examples when one file runs alone than in the
+whole suite. Every ``fastmwem`` module is therefore imported here, before any test: the examples
+then depend only on the code, not on which tests were selected.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
+import pkgutil
 
 from hypothesis import HealthCheck, settings
+
+import fastmwem
+
+
+def _import_every_module() -> None:
+    for info in pkgutil.walk_packages(fastmwem.__path__, prefix="fastmwem."):
+        if not info.name.endswith("__main__"):  # those run the command line
+            importlib.import_module(info.name)
+
+
+_import_every_module()
 
 _STEADY = {
     "derandomize": True,
