@@ -41,7 +41,7 @@ def _check_cap(level_cap: object) -> None:
         check_int(level_cap, "level_cap", minimum=0)
 
 
-def check_table(name: str, k: int, d: int, epsilon: float, levels: int) -> None:
+def _check_table(name: str, k: int, d: int, epsilon: float, levels: int) -> None:
     """Refuse a (levels x k) table above :data:`MAX_TABLE_CELLS`, naming the figures."""
     cells = k * levels
     if cells > MAX_TABLE_CELLS:
@@ -89,7 +89,7 @@ class _JointBase(TopKMechanism):
                     f"level_cap >= {need:,} or None"
                 )
             need = min(need, self.level_cap)
-        check_table(self.label, self.k, d, self.epsilon, need + 1)
+        _check_table(self.label, self.k, d, self.epsilon, need + 1)
 
     def _levels(self, counts: np.ndarray) -> tuple[SortedCounts, int]:
         sc = SortedCounts(counts, self.k)
@@ -207,7 +207,7 @@ class PrunedJointTopK(TopKMechanism):
 
     def _check_size(self, d: int) -> None:
         super()._check_size(d)
-        check_table(self.label, self.k, d, self.epsilon, self.tau(d) + 1)
+        _check_table(self.label, self.k, d, self.epsilon, self.tau(d) + 1)
 
     def _select(self, counts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         sc = SortedCounts(counts, self.k)
