@@ -13,7 +13,7 @@ from decimal import Decimal, localcontext
 from fractions import Fraction
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
@@ -31,6 +31,10 @@ from fastmwem.accounting import (
 )
 
 PREC = 60
+
+# Hypothesis's example count under the loaded profile (tests/conftest.py): 100 by default, ten
+# times more under HYPOTHESIS_PROFILE=explore. Counts below are multiples of it.
+_N = settings.default.max_examples
 
 
 def _dec(x: object) -> Decimal:
@@ -97,6 +101,85 @@ def test_ledger_records_labels_events_and_exact_strings():
     recs = acc.ledger_records()
     assert recs[0]["epsilon_exact"] == "1/4" and recs[0]["delta_exact"] == "1/10000000"
     assert recs[1]["epsilon_exact"] == "1/3"
+
+
+# -- display -------------------------------------------------------------------------------------
+
+# A split of epsilon = 1 into a 1% count and 25 rounds of two halves, each share rounded down
+# to the float below it (what MWEM charges): the exact total is a hair under 1.
+_COUNT = Fraction(0.009999999999999998)  # the float just below 0.01
+_STEP = Fraction(0.019799999999999998)  # the float just below 0.0198
+
+
+def _split_plan() -> Accountant:
+    acc = Accountant(epsilon=1)
+    plan = [(PureDP(_COUNT), "record count")]
+    plan += [(BoundedRange(_STEP), "select"), (PureDP(_STEP), "measure")] * 25
+    return acc.compose_all(plan)
+
+
+def test_display_shows_the_requested_numbers_and_keeps_the_exact_charge():
+    acc = _split_plan()
+    assert acc.spent().epsilon < 1  # the safe rounding stays inside ...
+    assert acc.spent().epsilon == _COUNT + 50 * _STEP
+    assert repr(acc.spent()) == "PureDP(epsilon=1)"  # ... and the display is what was asked
+    assert str(acc.ledger[0].event) == "PureDP(epsilon=0.01)"
+    assert repr(acc.ledger[1].event) == "BoundedRange(epsilon=0.0198)"
+    recs = acc.ledger_records()
+    assert recs[0]["epsilon"] == 0.01 and recs[1]["epsilon"] == 0.0198
+    assert Fraction(recs[0]["epsilon_exact"]) == _COUNT
+
+
+def test_display_of_exact_decimals_is_unchanged():
+    assert repr(PureDP(0.01)) == "PureDP(epsilon=0.01)"
+    assert repr(ApproxDP(0.25, 1e-7)) == "ApproxDP(epsilon=0.25, delta=1e-07)"
+    assert repr(ZCDP(2)) == "ZCDP(rho=2)"
+    assert repr(Accountant(epsilon=1).spent()) == "PureDP(epsilon=0)"
+
+
+@pytest.mark.parametrize("value", [Fraction(1, 10**400), Fraction(10**400 + 1, 10**400),
+                                   Fraction(1, 3), Fraction(2, 3) * Fraction(1, 10**320)])
+def test_display_never_shows_less_than_the_exact_value(value):
+    # A privacy parameter stays a true statement when rounded up, never when rounded down;
+    # values beyond the float range must not print as 0 or 1.
+    text = repr(PureDP(value)).removeprefix("PureDP(epsilon=").removesuffix(")")
+    assert Fraction(Decimal(text)) >= value
+    assert Fraction(Decimal(text)) <= value * (1 + Fraction(1, 10**11))
+
+
+@settings(max_examples=3 * _N)
+@given(st.fractions(min_value=0, max_value=10**6), st.integers(-400, 20))
+def test_display_is_short_rounded_up_and_tight(value, shift):
+    value = value * Fraction(10) ** shift
+    for event, text in ((ZCDP(value), lambda e: repr(e)[len("ZCDP(rho="):-1]),
+                        (ApproxDP(1, min(value, Fraction(1, 2))),
+                         lambda e: repr(e).split("delta=")[1][:-1])):
+        shown = Fraction(Decimal(text(event)))
+        true = event.rho if isinstance(event, ZCDP) else event.delta
+        assert true <= shown <= true * (1 + Fraction(1, 10**11))
+        digits = Decimal(text(event)).normalize().as_tuple().digits
+        assert len(digits) <= 12 or true.denominator == 1
+
+
+def test_ledger_records_numbers_are_the_display():
+    acc = Accountant(epsilon=1, delta=1e-6)
+    acc.compose(ApproxDP(Fraction(1, 3), Fraction(1, 3 * 10**7)), label="third")
+    rec = acc.ledger_records()[0]
+    assert rec["epsilon"] == 0.333333333334 and rec["delta"] == 3.33333333334e-08
+    assert rec["epsilon_exact"] == "1/3" and rec["delta_exact"] == "1/30000000"
+    assert rec["event"] == "ApproxDP(epsilon=0.333333333334, delta=3.33333333334e-08)"
+
+
+def test_refusal_message_gives_exact_figures_when_the_display_rounds():
+    acc = _split_plan()
+    with pytest.raises(BudgetExceededError) as info:
+        acc.compose(PureDP(1e-15))
+    message = str(info.value)
+    assert "spent PureDP(epsilon=1) of PureDP(epsilon=1)" in message
+    assert f"has {1 - acc.spent().epsilon} left" in message and "needs 1/1000000000000000" in message
+    with pytest.raises(BudgetExceededError) as info:
+        Accountant(epsilon=1).compose(PureDP(2))
+    assert "exactly" not in str(info.value)  # nothing rounded, nothing to add
 
 
 def test_approx_basic_composition_sums_both_parameters():
@@ -230,7 +313,7 @@ def test_zcdp_to_approx_dp_closed_form():
         zcdp_to_approx_dp(0.5, 0)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=3 * _N)
 @given(
     eps=st.floats(1e-6, 100.0),
     log10_delta=st.floats(-300.0, -1e-4),
@@ -249,7 +332,7 @@ def test_zcdp_conversions_are_inverse_and_outward(eps, log10_delta):
     assert Accountant(epsilon=eps, delta=delta, composition="zcdp").budget() == ZCDP(rho)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=2 * _N)
 @given(
     eps0=st.floats(1e-6, 2.0),
     rounds=st.integers(1, 100_000),
@@ -395,10 +478,7 @@ class AccountantMachine(RuleBasedStateMachine):
         assert len(self.acc.ledger) == self.n
 
 
-AccountantMachine.TestCase.settings = settings(
-    max_examples=60, stateful_step_count=50, deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-)
+AccountantMachine.TestCase.settings = settings(max_examples=3 * _N // 5, stateful_step_count=50)
 test_accountant_state_machine = AccountantMachine.TestCase
 
 
@@ -406,10 +486,7 @@ class AccountantMachineLong(AccountantMachine):
     """The same machine at the spec's nightly size (200 steps x 500 runs)."""
 
 
-AccountantMachineLong.TestCase.settings = settings(
-    max_examples=500, stateful_step_count=200, deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-)
+AccountantMachineLong.TestCase.settings = settings(max_examples=5 * _N, stateful_step_count=200)
 test_accountant_state_machine_long = pytest.mark.slow(AccountantMachineLong.TestCase)
 
 

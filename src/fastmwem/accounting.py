@@ -29,6 +29,7 @@ import math
 import numbers
 import threading
 from dataclasses import dataclass, field
+from decimal import ROUND_CEILING, Decimal, localcontext
 from fractions import Fraction
 from typing import Union
 
@@ -45,6 +46,7 @@ __all__ = [
     "LedgerEntry",
     "ledger_records",
     "exact",
+    "show",
     "advanced_composition",
     "zcdp_to_approx_dp",
     "approx_dp_to_zcdp_budget",
@@ -91,8 +93,38 @@ def exact(value: object, name: str, *, allow_zero: bool = False) -> Fraction:
     return frac
 
 
-def _show(x: Fraction) -> str:
-    return str(x.numerator) if x.denominator == 1 else repr(float(x))
+# Significant digits of a displayed privacy parameter. The exact fraction is kept for the
+# accounting; the display only has to be short and true.
+_SHOW_DIGITS = 12
+
+
+def show(x: Fraction) -> str:
+    """``x`` as a short decimal (at most 12 significant digits), rounded *up*.
+
+    A privacy parameter (epsilon, delta, rho) states a guarantee that stays true when the number
+    is made larger, so a display that never goes below the exact value never claims more privacy
+    than was charged. The privacy-safe roundings inside (a per-round epsilon rounded down to a
+    float, say) then show as the number the user asked for.
+
+    >>> show(Fraction(0.009999999999999998))   # the float below 0.01, as a split charges it
+    '0.01'
+    >>> show(Fraction(1, 3)), show(Fraction(5, 2)), show(Fraction(7))
+    ('0.333333333334', '2.5', '7')
+    """
+    if x.denominator == 1:
+        return str(x.numerator)
+    with localcontext() as ctx:
+        ctx.prec = _SHOW_DIGITS
+        ctx.rounding = ROUND_CEILING
+        dec = Decimal(x.numerator) / Decimal(x.denominator)
+    if dec == dec.to_integral_value():
+        return str(int(dec))
+    as_float = float(dec)
+    # Python's float repr is the familiar short form; it spells ``dec`` exactly whenever the
+    # float is normal (12 digits are far inside a double's 15), else Decimal spells it.
+    if as_float != 0.0 and math.isfinite(as_float) and Decimal(repr(as_float)) == dec:
+        return repr(as_float)
+    return str(dec.normalize())
 
 
 # Relative margin for outward rounding. The float formulas below (log, sqrt, expm1, a few
@@ -135,7 +167,7 @@ class PureDP:
         object.__setattr__(self, "epsilon", exact(epsilon, "epsilon", allow_zero=True))
 
     def __repr__(self) -> str:
-        return f"PureDP(epsilon={_show(self.epsilon)})"
+        return f"PureDP(epsilon={show(self.epsilon)})"
 
     def pure_epsilon(self) -> Fraction | None:
         return self.epsilon
@@ -157,7 +189,7 @@ class BoundedRange:
         object.__setattr__(self, "epsilon", exact(epsilon, "epsilon", allow_zero=True))
 
     def __repr__(self) -> str:
-        return f"BoundedRange(epsilon={_show(self.epsilon)})"
+        return f"BoundedRange(epsilon={show(self.epsilon)})"
 
     def pure_epsilon(self) -> Fraction | None:
         return self.epsilon
@@ -184,7 +216,7 @@ class ApproxDP:
         object.__setattr__(self, "delta", d)
 
     def __repr__(self) -> str:
-        return f"ApproxDP(epsilon={_show(self.epsilon)}, delta={_show(self.delta)})"
+        return f"ApproxDP(epsilon={show(self.epsilon)}, delta={show(self.delta)})"
 
     def pure_epsilon(self) -> Fraction | None:
         return self.epsilon if self.delta == 0 else None
@@ -206,7 +238,7 @@ class ZCDP:
         object.__setattr__(self, "rho", exact(rho, "rho", allow_zero=True))
 
     def __repr__(self) -> str:
-        return f"ZCDP(rho={_show(self.rho)})"
+        return f"ZCDP(rho={show(self.rho)})"
 
     def pure_epsilon(self) -> Fraction | None:
         return None if self.rho > 0 else Fraction(0)
@@ -259,7 +291,10 @@ def approx_dp_to_zcdp_budget(epsilon: object, delta: object) -> Fraction:
 
 
 def advanced_composition(epsilon0: object, rounds: int, delta_prime: object) -> tuple[float, float]:
-    """Advanced composition (Dwork, Rothblum and Vadhan 2010; fast-mwem.txt Thm B.1).
+    """Advanced composition (Dwork, Rothblum and Vadhan 2010).
+
+    As quoted in Haris, Choi and Laksanawisit, "Fast-MWEM: Private Data Release in Sublinear
+    Time" (arXiv:2602.03732), Thm B.1.
 
     ``rounds`` adaptive ``epsilon0``-DP steps are ``(epsilon', delta_prime)``-DP with
     ``epsilon' = epsilon0 sqrt(2 T ln(1/delta')) + T epsilon0 (e^epsilon0 - 1)`` (rounded up).
@@ -440,6 +475,18 @@ class Accountant:
             return ApproxDP(values[0], values[1])
         return ZCDP(values[0])
 
+    def _overspend(self, cost: tuple[Fraction, ...]) -> str:
+        """The tail of a refusal message: what was spent of what budget."""
+        spent, budget = self._as_event(self._spent), self._as_event(self._budget)
+        text = f"would exceed the budget: spent {spent!r} of {budget!r}"
+        values = (*cost, *self._spent, *self._budget)
+        if any(Fraction(show(x)) != x for x in values):
+            # The short displays are rounded; say exactly why the charge does not fit.
+            left = ", ".join(str(b - s) for b, s in zip(self._budget, self._spent))
+            need = ", ".join(str(c) for c in cost)
+            text += f" (exactly: the charge needs {need}, the budget has {left} left)"
+        return text
+
     # -- public API --------------------------------------------------------------------------
     def can_afford(self, event: PrivacyEvent) -> bool:
         """Whether ``event`` fits in the remaining budget (nothing is charged)."""
@@ -453,10 +500,7 @@ class Accountant:
         with self._lock:
             new = tuple(s + c for s, c in zip(self._spent, cost))
             if any(n > b for n, b in zip(new, self._budget)):
-                raise BudgetExceededError(
-                    f"charge {event!r} would exceed the budget: spent "
-                    f"{self._as_event(self._spent)!r} of {self._as_event(self._budget)!r}"
-                )
+                raise BudgetExceededError(f"charge {event!r} {self._overspend(cost)}")
             self._spent = new
             self._ledger.append(LedgerEntry(str(label), event, cost))
         return self
@@ -475,10 +519,9 @@ class Accountant:
             for cost, _, _ in costs:
                 new = tuple(s + c for s, c in zip(new, cost))
             if any(n > b for n, b in zip(new, self._budget)):
+                total = tuple(n - s for n, s in zip(new, self._spent))
                 raise BudgetExceededError(
-                    f"a plan costing {self._as_event(tuple(n - s for n, s in zip(new, self._spent)))!r}"
-                    f" would exceed the budget: spent {self._as_event(self._spent)!r} of "
-                    f"{self._as_event(self._budget)!r}"
+                    f"a plan costing {self._as_event(total)!r} {self._overspend(total)}"
                 )
             self._spent = new
             self._ledger.extend(LedgerEntry(label, event, cost) for cost, event, label in costs)
@@ -519,15 +562,36 @@ class Accountant:
 
 
 def ledger_records(entries: tuple[LedgerEntry, ...] | list[LedgerEntry]) -> list[dict[str, object]]:
-    """Ledger entries as JSON-ready dictionaries: the label, the event, and each parameter as a
-    float and as an exact fraction string."""
+    """Ledger entries as JSON-ready dictionaries.
+
+    Each record holds the label, the event, and each parameter twice: as a short number
+    (:func:`show`, rounded up, so never below what was charged) and as the exact fraction string
+    that the accountant composed.
+
+    >>> below = Fraction(0.009999999999999998)   # the float below 0.01, charged exactly
+    >>> ledger_records([LedgerEntry("count", PureDP(below), (below,))])[0]
+    ... # doctest: +NORMALIZE_WHITESPACE
+    {'label': 'count', 'event': 'PureDP(epsilon=0.01)', 'epsilon': 0.01,
+     'epsilon_exact': '2882303761517117/288230376151711744'}
+    """
     records = []
     for entry in entries:
         rec: dict[str, object] = {"label": entry.label, "event": repr(entry.event)}
         for key in ("epsilon", "delta", "rho"):
             if hasattr(entry.event, key):
                 value = getattr(entry.event, key)
-                rec[key] = float(value)
+                rec[key] = _json_number(value)
                 rec[key + "_exact"] = str(value)
         records.append(rec)
     return records
+
+
+def _json_number(value: Fraction) -> float | int:
+    """The :func:`show` decimal as a JSON number (a float whose repr is that decimal)."""
+    text = show(value)
+    if value.denominator == 1 or text.isdigit():
+        return int(text)
+    number = float(text)
+    # Only a parameter beyond the double range (below ~1e-308) has no such float; keep it
+    # positive rather than let it print as a claim of zero.
+    return number if number > 0 else math.ulp(0.0)

@@ -111,7 +111,8 @@ def test_huge_epsilon_returns_the_argmax(cls, scores, seed, mono):
     values = np.asarray(scores)
     gap = np.sort(values)[-1] - np.sort(values)[-2] if values.size > 1 else np.inf
     # eps * gap / (2 sensitivity) >= 1e3 makes every other candidate's weight < e^-1000 = 0.0.
-    sens = 1.0 if gap >= 1e-2 else gap * 1e-3
+    # (A subnormal gap times 1e-3 can round to 0, which is no sensitivity: keep it positive.)
+    sens = 1.0 if gap >= 1e-2 else max(gap * 1e-3, math.ulp(0.0))
     mech = cls(epsilon=1e6, sensitivity=sens, monotonic=mono)
     assert _quiet(mech.select, values, rng=seed) == int(np.argmax(values))
     probs = mech.probabilities(values) if values.size <= 25 else None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -9,6 +11,7 @@ from fastmwem.accounting import Accountant, ApproxDP, BoundedRange, BudgetExceed
 from fastmwem.mechanisms.topk import (
     METHODS,
     JointTopK,
+    PNFJointTopK,
     PrunedJointTopK,
     cdp_peel,
     gamma_topk,
@@ -19,6 +22,8 @@ from fastmwem.mechanisms.topk import (
     pruned_joint,
     topk_errors,
 )
+from fastmwem.mechanisms.topk._levels import log_num_sequences
+from fastmwem.mechanisms.topk.joint import MAX_TABLE_CELLS
 
 FUNCS = [joint, pnf_joint, pnf_peel, cdp_peel, laplace_topk, gamma_topk, pruned_joint]
 
@@ -147,3 +152,44 @@ def test_topk_edge_sizes(name, counts, k):
     out = METHODS[name](k, 1.0).select(counts, rng=3)
     assert out.dtype.kind == "i" and out.shape == (k,)
     assert len(set(out.tolist())) == k
+
+
+# -- resource bounds ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("cls", [JointTopK, PNFJointTopK, PrunedJointTopK])
+def test_topk_joint_table_beyond_the_limit_is_refused_before_the_charge(cls):
+    # k = 50,000 of 166,000 items at epsilon = 1: the public bound on the table is ~6e10 cells
+    # (the CLI ran past 180 s). All-zero counts would be fast, but the refusal must not depend
+    # on the counts, so it comes all the same, before any budget or randomness.
+    acc = Accountant(epsilon=10)
+    with pytest.raises(ValueError, match=r"k=50000 over d=166000.*above the limit of 268,435,456"):
+        cls(k=50_000, epsilon=1.0).select(np.zeros(166_000, dtype=np.int64), rng=0,
+                                          accountant=acc)
+    assert acc.ledger == ()
+
+
+def test_topk_joint_table_limit_is_public_and_tight():
+    # The largest k allowed at d = 166,000 and epsilon = 1, from the public bound alone.
+    d, k = 166_000, 3342
+    need = math.ceil((log_num_sequences(d, k) + math.log(1e10)) / 0.5)
+    assert k * (need + 1) <= MAX_TABLE_CELLS < (k + 1) * (need + 25)
+    JointTopK(k, 1.0)._check_size(d)  # accepted
+    with pytest.raises(ValueError, match="limit"):
+        JointTopK(k + 1, 1.0)._check_size(d)
+    with pytest.raises(ValueError, match="limit"):
+        JointTopK(k, 0.9)._check_size(d)  # a smaller epsilon needs more levels
+
+
+@pytest.mark.parametrize("cls", [JointTopK, PNFJointTopK])
+def test_topk_level_cap_far_below_the_tail_bound_is_refused_before_the_charge(cls):
+    # 50!/40! ~ e^38 sequences and a cap of 0: the levels beyond the cap may weigh e^37 times
+    # level 0. PNF-Joint used to raise "tail ... too heavy" after the charge, Joint to loop.
+    counts = np.arange(50) * 1000
+    acc = Accountant(epsilon=10)
+    with pytest.raises(ValueError, match="level_cap=0 is too low"):
+        cls(10, 1.0, level_cap=0).select(counts, rng=0, accountant=acc)
+    assert acc.ledger == ()
+    # A cap at or above the automatic one is fine, and so is a low cap when the tail is light.
+    cls(10, 1.0, level_cap=10_000).select(counts, rng=0, accountant=acc)
+    cls(2, 1.0, level_cap=0).select([5, 3, 3, 1, 0], rng=0)

@@ -8,10 +8,16 @@
 * :func:`metropolis` -- plain Metropolis-Hastings, ``(epsilon, delta_m)``-DP.
 * :mod:`~fastmwem.mechanisms.continuous.examples` -- the paper's examples as losses.
 
-Sources: arXiv:2204.01132 and exact-continuous-sampling.md (which corrects the paper's kernel
-and its runtime-privacy corollary).
+Source: Seeman, Reimherr and Slavkovic, "Exact Privacy Guarantees for Markov Chain
+Implementations of the Exponential Mechanism with Artificial Atoms", arXiv:2204.01132, with two
+corrections of ours: an atom kernel whose stationary law is the mixture the paper claims (its
+literal kernel has another atom weight), and no runtime-privacy claim for the repeated-runs
+sampler (the paper's Corollary 2 does not hold exactly).
 """
 
+from fastmwem.mechanisms.continuous.density import ExponentialDensity
+from fastmwem.mechanisms.continuous.design import AtomDesign, atom_design
+from fastmwem.mechanisms.continuous.draws import ContinuousDraw, ContinuousDraws
 from fastmwem.mechanisms.continuous.examples import (
     WORKED_EXAMPLE_DATA,
     MeanL1Loss,
@@ -21,24 +27,14 @@ from fastmwem.mechanisms.continuous.examples import (
     mean_l1_normalising_constant_bounds,
     ridge_example_data,
 )
-from fastmwem.mechanisms.continuous.mechanism import (
-    METHODS,
-    ContinuousDraw,
-    ContinuousDraws,
-    ContinuousExponentialMechanism,
-)
+from fastmwem.mechanisms.continuous.mechanism import METHODS, ContinuousExponentialMechanism
 from fastmwem.mechanisms.continuous.metropolis import (
     doeblin_constant,
     metropolis,
     metropolis_delta,
     metropolis_steps,
 )
-from fastmwem.mechanisms.continuous.perfect import (
-    AtomDesign,
-    atom_design,
-    atom_perfect,
-    random_atom_perfect,
-)
+from fastmwem.mechanisms.continuous.perfect import atom_perfect, random_atom_perfect
 from fastmwem.mechanisms.continuous.proposals import (
     LaplaceExit,
     LaplaceProposal,
@@ -54,6 +50,7 @@ __all__ = [
     "ContinuousDraw",
     "ContinuousDraws",
     "ContinuousExponentialMechanism",
+    "ExponentialDensity",
     "LaplaceExit",
     "LaplaceProposal",
     "METHODS",

@@ -7,7 +7,7 @@ Theorem 1 of arXiv:2204.01132 (from Minami et al.), the release is then
 ``(epsilon, delta_m)``-DP with ``delta_m = (1 + e^epsilon) (1 - beta)^m``.
 
 Data-free minorisation constants from a loss bound ``L_max >= sup_X sup_y loss_X(y)``, with
-``s = epsilon / (2 sensitivity)`` (our derivation, spec s.8.1 in general form):
+``s = epsilon / (2 sensitivity)`` (our derivation):
 
 * uniform independence proposal: ``min{1, g(y')/g(y)} >= g(y') >= exp(-s L_max)``, so
   ``beta_U = exp(-s L_max)`` (with ``nu_0`` uniform); sharper: ``inf_X C_X / vol(Y)``, e.g.
@@ -27,12 +27,9 @@ import numpy as np
 
 from fastmwem._validation import check_epsilon, check_int, check_positive, check_probability
 from fastmwem.accounting import Accountant, ApproxDP
-from fastmwem.mechanisms.continuous.mechanism import (
-    ContinuousDraw,
-    ContinuousDraws,
-    ContinuousExponentialMechanism,
-)
-from fastmwem.mechanisms.continuous.perfect import _charge, _size
+from fastmwem.mechanisms.continuous._common import charge_draws, check_size
+from fastmwem.mechanisms.continuous.density import ExponentialDensity
+from fastmwem.mechanisms.continuous.draws import ContinuousDraw, ContinuousDraws
 from fastmwem.mechanisms.continuous.proposals import LaplaceProposal, UniformProposal
 from fastmwem.mechanisms.continuous.space import as_points
 from fastmwem.random import make_rng
@@ -42,7 +39,7 @@ __all__ = ["metropolis", "doeblin_constant", "metropolis_delta", "metropolis_ste
 _TINY = 5e-324  # smallest positive double: a delta that underflows is reported as this, never 0
 
 
-def doeblin_constant(mech: ContinuousExponentialMechanism,
+def doeblin_constant(mech: ExponentialDensity,
                      proposal: UniformProposal | LaplaceProposal, *,
                      loss_bound: float | None = None) -> float:
     """A data-free minorisation constant of the Metropolis kernel (formulas in the module doc).
@@ -114,7 +111,7 @@ def metropolis_steps(beta: float, delta: float, epsilon: float) -> int:
     return m
 
 
-def metropolis(mech: ContinuousExponentialMechanism, *, size: int | None = None,
+def metropolis(mech: ExponentialDensity, *, size: int | None = None,
                rng: object = None, accountant: Accountant | None = None,
                steps: int | None = None, delta: float | None = None,
                proposal: UniformProposal | LaplaceProposal | None = None,
@@ -135,11 +132,11 @@ def metropolis(mech: ContinuousExponentialMechanism, *, size: int | None = None,
         beta: a minorisation constant valid for all datasets, in (0, 1].
         start: a fixed data-independent start point; default a fresh uniform point per chain.
     """
-    n = _size(size)
+    n = check_size(size)
     proposal = UniformProposal() if proposal is None else proposal
     if not isinstance(proposal, (UniformProposal, LaplaceProposal)):
         raise TypeError(f"proposal must be UniformProposal or LaplaceProposal, got {proposal!r}")
-    if not isinstance(mech, ContinuousExponentialMechanism):
+    if not isinstance(mech, ExponentialDensity):
         raise TypeError(f"mech must be a ContinuousExponentialMechanism, got {type(mech).__name__}")
     b = doeblin_constant(mech, proposal) if beta is None else _check_beta(beta)
     if (steps is None) == (delta is None):
@@ -157,7 +154,7 @@ def metropolis(mech: ContinuousExponentialMechanism, *, size: int | None = None,
     gen = make_rng(rng)
     event = ApproxDP(mech.epsilon, delta_m)
     count = n or 1
-    _charge(accountant, event, "continuous exponential mechanism (metropolis)", count)
+    charge_draws(accountant, event, "continuous exponential mechanism (metropolis)", count)
 
     space = mech.space
     x = (space.uniform(count, rng=gen) if fixed_start is None

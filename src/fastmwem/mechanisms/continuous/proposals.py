@@ -9,7 +9,7 @@
   confidential answer), untruncated; mass off ``Y`` is rejected. The caller states a
   data-independent ``ratio_bound >= sup_y g_X(y) / h(y)``.
 
-Source: exact-continuous-sampling.md s.3.1 (spec), arXiv:2204.01132 s.2.2.
+Source: Seeman, Reimherr and Slavkovic, arXiv:2204.01132, s.2.2.
 """
 
 from __future__ import annotations

@@ -1,14 +1,22 @@
-"""Argument checks and small shared helpers for the top-k mechanisms."""
+"""Argument checks and the set-up shared by every top-k mechanism."""
 
 from __future__ import annotations
 
+import abc
 import numbers
+from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
-from fastmwem._validation import check_int
+from fastmwem._validation import check_epsilon, check_int
+from fastmwem.accounting import Accountant, PrivacyEvent
+from fastmwem.mechanisms.base import charge
+from fastmwem.mechanisms.seeding import warn_if_seeded
+from fastmwem.random import make_rng
 
-__all__ = ["NEIGHBORS", "check_counts", "check_k", "check_k_fits", "check_neighbors", "delta_of"]
+__all__ = ["NEIGHBORS", "TopKMechanism", "check_counts", "check_k", "check_k_fits",
+           "check_neighbors", "delta_of"]
 
 #: Neighbouring relations understood by every top-k mechanism.
 NEIGHBORS: tuple[str, ...] = ("add-remove", "replace")
@@ -90,3 +98,50 @@ def check_counts(counts: object) -> np.ndarray:
     if arr.dtype == np.uint64 and int(arr.max()) > _INT64_MAX:
         raise ValueError("counts must be < 2**63")
     return arr.astype(np.int64)
+
+
+@dataclass(frozen=True)
+class TopKMechanism(abc.ABC):
+    """What every top-k mechanism does before it looks at the counts.
+
+    At construction: ``k`` and ``epsilon`` (and the subclass's ``neighbors``) are checked.
+    In :meth:`select`, in this order: the counts are validated, ``k`` is checked against their
+    number (with any other check of :meth:`_check_size`), the generator is made, and the
+    accountant is charged; only then does :meth:`_select` see the counts. So bad input never
+    costs budget or randomness, and nothing that could have been checked fails after the charge.
+    Subclasses define ``neighbors``, ``privacy`` and :meth:`_select`.
+    """
+
+    k: int
+    epsilon: float
+
+    #: The ledger label of a charge.
+    label: ClassVar[str] = "top-k"
+
+    def __post_init__(self) -> None:
+        check_k(self.k)
+        check_epsilon(self.epsilon)
+        check_neighbors(self.neighbors)  # type: ignore[attr-defined]
+
+    @property
+    @abc.abstractmethod
+    def privacy(self) -> PrivacyEvent:
+        """The privacy event of one call, known before any data is seen."""
+
+    def _check_size(self, d: int) -> None:
+        """Checks that need the number of items ``d`` (public); run before the charge."""
+        check_k_fits(self.k, d)
+
+    @abc.abstractmethod
+    def _select(self, counts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """The mechanism proper, on validated counts, after the charge."""
+
+    def select(self, counts: object, *, rng: object = None,
+               accountant: Accountant | None = None) -> np.ndarray:
+        """Return ``k`` distinct indices into ``counts``, best first (in selection order)."""
+        values = check_counts(counts)
+        self._check_size(values.size)
+        generator = make_rng(rng)
+        warn_if_seeded(rng, self.label, stacklevel=3)
+        charge(accountant, self.privacy, self.label)
+        return self._select(values, generator)

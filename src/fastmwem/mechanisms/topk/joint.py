@@ -4,33 +4,36 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
-from fastmwem._validation import check_epsilon, check_int, check_probability
+from fastmwem._validation import check_int, check_probability
 from fastmwem.accounting import Accountant, BoundedRange, PureDP
-from fastmwem.mechanisms.base import charge
-from fastmwem.mechanisms.seeding import warn_if_seeded
-from fastmwem.mechanisms.topk._common import (
-    check_counts,
-    check_k,
-    check_k_fits,
-    check_neighbors,
-    delta_of,
-)
+from fastmwem.mechanisms.topk._common import TopKMechanism, check_k_fits, delta_of
 from fastmwem.mechanisms.topk._levels import SortedCounts, default_level_cap, log_num_sequences
 from fastmwem.mechanisms.topk._samplers import (
     sample_joint,
     sample_pnf_joint,
     sample_pruned_joint,
 )
-from fastmwem.random import make_rng
 
-__all__ = ["JointTopK", "PNFJointTopK", "PrunedJointTopK", "joint", "pnf_joint", "pruned_joint"]
+__all__ = ["JointTopK", "PNFJointTopK", "PrunedJointTopK", "joint", "pnf_joint", "pruned_joint",
+           "MAX_TABLE_CELLS"]
 
 # Bound on the weight of the levels beyond the automatic cap, relative to level 0. It only sets
 # how rarely the (exact) rejection step for deep levels runs.
 _TAIL_BETA = 1e-10
+
+# Largest (levels x k) table the joint samplers may have to build, as bounded from the public
+# parameters (d, k, epsilon, level cap) alone. A cell costs about 50-150 ns on the 2-core
+# development machine, so the limit keeps a call under about 15-40 s; beyond it the call is
+# refused before the charge instead of running for minutes or hours.
+MAX_TABLE_CELLS = 1 << 28
+
+# Largest bound on the weight of the levels beyond an explicit level_cap (relative to level 0's
+# at least 1): the rejection step then takes at most about this many attempts on average.
+_MAX_TAIL_WEIGHT = 1e6
 
 
 def _check_cap(level_cap: object) -> None:
@@ -38,17 +41,26 @@ def _check_cap(level_cap: object) -> None:
         check_int(level_cap, "level_cap", minimum=0)
 
 
+def _check_table(name: str, k: int, d: int, epsilon: float, levels: int) -> None:
+    """Refuse a (levels x k) table above :data:`MAX_TABLE_CELLS`, naming the figures."""
+    cells = k * levels
+    if cells > MAX_TABLE_CELLS:
+        raise ValueError(
+            f"{name} with k={k} over d={d} items at epsilon={epsilon:g} may have to count "
+            f"{levels:,} error levels x k = {cells:.3g} table cells, above the limit of "
+            f"{MAX_TABLE_CELLS:,} (tens of seconds); the levels needed grow like "
+            f"2 Delta k ln(d) / epsilon. Use a smaller k or a larger epsilon, or a method "
+            f"whose time does not grow with k^2 (cdp-peel, laplace or gamma)"
+        )
+
+
 @dataclass(frozen=True)
-class _JointBase:
-    k: int
-    epsilon: float
+class _JointBase(TopKMechanism):
     neighbors: str = "add-remove"
     level_cap: int | None = None
 
     def __post_init__(self) -> None:
-        check_k(self.k)
-        check_epsilon(self.epsilon)
-        check_neighbors(self.neighbors)
+        super().__post_init__()
         _check_cap(self.level_cap)
 
     @property
@@ -61,19 +73,29 @@ class _JointBase:
         """``lambda = epsilon / (2 * sensitivity)``, the weight of one unit of error."""
         return float(self.epsilon) / (2.0 * self.sensitivity)
 
-    def _prepare(self, counts: object, rng: object, accountant: Accountant | None,
-                 label: str) -> tuple[SortedCounts, np.random.Generator, int]:
-        values = check_counts(counts)
-        check_k_fits(self.k, values.size)
-        generator = make_rng(rng)
-        warn_if_seeded(rng, label, stacklevel=4)
-        charge(accountant, self.privacy, label)  # type: ignore[attr-defined]
-        sc = SortedCounts(values, self.k)
+    def _check_size(self, d: int) -> None:
+        # The cost bound uses public figures only: refusing on the count range would let the
+        # refusal itself depend on the data.
+        super()._check_size(d)
+        log_sequences = log_num_sequences(d, self.k)
+        need = math.ceil((log_sequences + math.log(1.0 / _TAIL_BETA)) / self.scale)
+        if self.level_cap is not None:
+            tail = log_sequences - self.scale * (self.level_cap + 1)
+            if self.level_cap < need and tail > math.log(_MAX_TAIL_WEIGHT):
+                raise ValueError(
+                    f"level_cap={self.level_cap} is too low for k={self.k}, d={d}, "
+                    f"epsilon={self.epsilon:g}: the levels beyond it may weigh up to "
+                    f"e^{tail:.0f} times level 0, too much for the rejection step; use "
+                    f"level_cap >= {need:,} or None"
+                )
+            need = min(need, self.level_cap)
+        _check_table(self.label, self.k, d, self.epsilon, need + 1)
+
+    def _levels(self, counts: np.ndarray) -> tuple[SortedCounts, int]:
+        sc = SortedCounts(counts, self.k)
         if self.level_cap is None:
-            last = default_level_cap(sc, self.scale, _TAIL_BETA)
-        else:
-            last = min(int(self.level_cap), sc.span)
-        return sc, generator, last
+            return sc, default_level_cap(sc, self.scale, _TAIL_BETA)
+        return sc, min(int(self.level_cap), sc.span)
 
 
 @dataclass(frozen=True)
@@ -97,21 +119,24 @@ class JointTopK(_JointBase):
     rejection step slow; it exists for tuning and testing). Expected time
     O(d log d + k^2 ln(d)/eps), and no more than k times the number of distinct count
     differences when the count range is wide; memory O(d + k) plus a bounded chunk of the
-    level table.
+    level table. A call whose table may exceed :data:`MAX_TABLE_CELLS` cells by the public bound
+    ``k (2 Delta / epsilon)(ln(d!/(d-k)!) + ln 1e10)`` is refused before the charge (at
+    ``d = 166,000`` and ``epsilon = 1``: ``k`` up to 3,342), and so is a ``level_cap`` that
+    leaves the rejection step more than about a million attempts.
 
     >>> JointTopK(k=2, epsilon=50.0).select([3, 90, 7, 60], rng=0).tolist()
     [1, 3]
     """
 
+    label: ClassVar[str] = "joint top-k"
+
     @property
     def privacy(self) -> BoundedRange:
         return BoundedRange(self.epsilon)
 
-    def select(self, counts: object, *, rng: object = None,
-               accountant: Accountant | None = None) -> np.ndarray:
-        """Return ``k`` distinct indices into ``counts``, best first."""
-        sc, generator, last = self._prepare(counts, rng, accountant, "joint top-k")
-        return sc.items(sample_joint(sc, self.scale, last, generator))
+    def _select(self, counts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        sc, last = self._levels(counts)
+        return sc.items(sample_joint(sc, self.scale, last, rng))
 
 
 @dataclass(frozen=True)
@@ -131,19 +156,19 @@ class PNFJointTopK(_JointBase):
     [1, 3]
     """
 
+    label: ClassVar[str] = "pnf-joint top-k"
+
     @property
     def privacy(self) -> PureDP:
         return PureDP(self.epsilon)
 
-    def select(self, counts: object, *, rng: object = None,
-               accountant: Accountant | None = None) -> np.ndarray:
-        """Return ``k`` distinct indices into ``counts``, best first."""
-        sc, generator, last = self._prepare(counts, rng, accountant, "pnf-joint top-k")
-        return sc.items(sample_pnf_joint(sc, self.scale, last, generator))
+    def _select(self, counts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        sc, last = self._levels(counts)
+        return sc.items(sample_pnf_joint(sc, self.scale, last, rng))
 
 
 @dataclass(frozen=True)
-class PrunedJointTopK:
+class PrunedJointTopK(TopKMechanism):
     """Wu and Zhang's pruned joint mechanism (NeurIPS 2024): Joint with a clipped utility.
 
     Outputs ``S`` with probability proportional to
@@ -155,19 +180,17 @@ class PrunedJointTopK:
     Privacy: ``epsilon``-DP, ``epsilon``-bounded range (the clipped utility keeps sensitivity
     ``Delta``; ``tau`` depends only on ``d``, ``k``, ``epsilon`` and ``beta``). Neighbouring
     relation and ``Delta`` as for :class:`JointTopK`. Sampled exactly, including the clipped
-    level (by rejection from uniform sequences).
+    level (by rejection from uniform sequences). A table of ``k (tau + 1)`` cells above
+    :data:`MAX_TABLE_CELLS` is refused before the charge.
     """
 
-    k: int
-    epsilon: float
     beta: float = 1e-6
     neighbors: str = "add-remove"
+    label: ClassVar[str] = "pruned joint top-k"
 
     def __post_init__(self) -> None:
-        check_k(self.k)
-        check_epsilon(self.epsilon)
+        super().__post_init__()
         check_probability(self.beta, "beta")
-        check_neighbors(self.neighbors)
 
     @property
     def scale(self) -> float:
@@ -182,17 +205,13 @@ class PrunedJointTopK:
         check_k_fits(self.k, check_int(d, "d", minimum=1))
         return math.ceil((log_num_sequences(d, self.k) + math.log(1.0 / self.beta)) / self.scale)
 
-    def select(self, counts: object, *, rng: object = None,
-               accountant: Accountant | None = None) -> np.ndarray:
-        """Return ``k`` distinct indices into ``counts``, best first."""
-        values = check_counts(counts)
-        check_k_fits(self.k, values.size)
-        generator = make_rng(rng)
-        warn_if_seeded(rng, "pruned joint top-k")
-        tau = self.tau(values.size)
-        charge(accountant, self.privacy, "pruned joint top-k")
-        sc = SortedCounts(values, self.k)
-        return sc.items(sample_pruned_joint(sc, self.scale, tau, generator))
+    def _check_size(self, d: int) -> None:
+        super()._check_size(d)
+        _check_table(self.label, self.k, d, self.epsilon, self.tau(d) + 1)
+
+    def _select(self, counts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        sc = SortedCounts(counts, self.k)
+        return sc.items(sample_pruned_joint(sc, self.scale, self.tau(counts.size), rng))
 
 
 def joint(counts: object, k: int, *, epsilon: float, rng: object = None,

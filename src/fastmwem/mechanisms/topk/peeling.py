@@ -7,23 +7,16 @@ largest count, so very large counts lose no precision as long as the gaps are be
 
 from __future__ import annotations
 
+import abc
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
 from fastmwem._validation import check_epsilon, check_int, check_noise_scale, check_probability
 from fastmwem.accounting import Accountant, ApproxDP, PureDP
-from fastmwem.mechanisms.base import charge
-from fastmwem.mechanisms.seeding import warn_if_seeded
-from fastmwem.mechanisms.topk._common import (
-    check_counts,
-    check_k,
-    check_k_fits,
-    check_neighbors,
-    delta_of,
-)
-from fastmwem.random import make_rng
+from fastmwem.mechanisms.topk._common import TopKMechanism, delta_of
 
 __all__ = [
     "PNFPeel",
@@ -83,7 +76,19 @@ def cdp_peel_local_epsilon(epsilon: float, k: int, delta: float) -> float:
 
 
 @dataclass(frozen=True)
-class PNFPeel:
+class _NoisyCounts(TopKMechanism):
+    """Noise added once to every count (as exact integer gaps to the largest); the k largest win."""
+
+    @abc.abstractmethod
+    def _noise(self, d: int, rng: np.random.Generator) -> np.ndarray:
+        """``d`` noise values, one per count."""
+
+    def _select(self, counts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        return _sorted_top_k(_gaps(counts) + self._noise(counts.size, rng), self.k)
+
+
+@dataclass(frozen=True)
+class PNFPeel(TopKMechanism):
     """k rounds of permute-and-flip on the remaining counts (Algorithm 2, McKenna-Sheldon 2020).
 
     Each round adds fresh ``Expo(epsilon / (k * Delta'))`` noise to the counts of the items not
@@ -96,14 +101,11 @@ class PNFPeel:
     (``PureDP(epsilon)``). Time O(d k), memory O(d).
     """
 
-    k: int
-    epsilon: float
     neighbors: str = "add-remove"
+    label: ClassVar[str] = "pnf-peel top-k"
 
     def __post_init__(self) -> None:
-        check_k(self.k)
-        check_epsilon(self.epsilon)
-        check_neighbors(self.neighbors)
+        super().__post_init__()
         check_noise_scale(self.k * delta_of(self.neighbors), float(self.epsilon), "pnf-peel")
 
     @property
@@ -114,20 +116,13 @@ class PNFPeel:
     def privacy(self) -> PureDP:
         return PureDP(self.epsilon)
 
-    def select(self, counts: object, *, rng: object = None,
-               accountant: Accountant | None = None) -> np.ndarray:
-        """Return ``k`` distinct indices into ``counts`` in selection order."""
-        values = check_counts(counts)
-        check_k_fits(self.k, values.size)
-        generator = make_rng(rng)
-        warn_if_seeded(rng, "pnf-peel top-k")
-        charge(accountant, self.privacy, "pnf-peel top-k")
-        x = _gaps(values)
+    def _select(self, counts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        x = _gaps(counts)
         scale = 1.0 / self.rate
         out = np.empty(self.k, dtype=np.int64)
         noise = np.empty_like(x)
         for r in range(self.k):
-            generator.standard_exponential(out=noise)
+            rng.standard_exponential(out=noise)
             noise *= scale
             noise += x  # chosen items hold -inf and stay out
             j = int(np.argmax(noise))
@@ -137,7 +132,7 @@ class PNFPeel:
 
 
 @dataclass(frozen=True)
-class CDPPeel:
+class CDPPeel(_NoisyCounts):
     """One-shot Gumbel peeling (Durfee and Rogers 2019; Algorithm 3 of Gillenwater et al.).
 
     Adds ``Gumbel(Delta' / eps')`` noise to every count and returns the k largest, largest first;
@@ -149,16 +144,13 @@ class CDPPeel:
     composition); when ``eps' = epsilon / k`` it is even ``epsilon``-DP. Time O(d + k log k).
     """
 
-    k: int
-    epsilon: float
     delta: float = 1e-6
     neighbors: str = "add-remove"
+    label: ClassVar[str] = "cdp-peel top-k"
 
     def __post_init__(self) -> None:
-        check_k(self.k)
-        check_epsilon(self.epsilon)
+        super().__post_init__()
         check_probability(self.delta, "delta")
-        check_neighbors(self.neighbors)
         check_noise_scale(delta_of(self.neighbors), self.local_epsilon, "cdp-peel")
 
     @property
@@ -169,21 +161,12 @@ class CDPPeel:
     def privacy(self) -> ApproxDP:
         return ApproxDP(self.epsilon, self.delta)
 
-    def select(self, counts: object, *, rng: object = None,
-               accountant: Accountant | None = None) -> np.ndarray:
-        """Return ``k`` distinct indices into ``counts``, best first."""
-        values = check_counts(counts)
-        check_k_fits(self.k, values.size)
-        generator = make_rng(rng)
-        warn_if_seeded(rng, "cdp-peel top-k")
-        charge(accountant, self.privacy, "cdp-peel top-k")
-        scale = delta_of(self.neighbors) / self.local_epsilon
-        noisy = _gaps(values) + generator.gumbel(scale=scale, size=values.size)
-        return _sorted_top_k(noisy, self.k)
+    def _noise(self, d: int, rng: np.random.Generator) -> np.ndarray:
+        return rng.gumbel(scale=delta_of(self.neighbors) / self.local_epsilon, size=d)
 
 
 @dataclass(frozen=True)
-class LaplaceTopK:
+class LaplaceTopK(_NoisyCounts):
     """Noisy top-k with Laplace noise (Ding et al. 2021; Qiao et al. 2021; paper App. C.3).
 
     Adds ``Laplace(Delta' * min(k, c) / epsilon)`` to every count and returns the k largest,
@@ -193,17 +176,14 @@ class LaplaceTopK:
     Privacy: ``epsilon``-DP (``PureDP(epsilon)``).
     """
 
-    k: int
-    epsilon: float
     max_items_per_user: int | None = None
     neighbors: str = "add-remove"
+    label: ClassVar[str] = "laplace top-k"
 
     def __post_init__(self) -> None:
-        check_k(self.k)
-        check_epsilon(self.epsilon)
+        super().__post_init__()
         if self.max_items_per_user is not None:
             check_int(self.max_items_per_user, "max_items_per_user", minimum=1)
-        check_neighbors(self.neighbors)
         check_noise_scale(delta_of(self.neighbors) * self.k, float(self.epsilon), "laplace top-k")
 
     @property
@@ -214,21 +194,12 @@ class LaplaceTopK:
         c = d if self.max_items_per_user is None else min(d, self.max_items_per_user)
         return delta_of(self.neighbors) * min(self.k, c) / float(self.epsilon)
 
-    def select(self, counts: object, *, rng: object = None,
-               accountant: Accountant | None = None) -> np.ndarray:
-        """Return ``k`` distinct indices into ``counts``, best first."""
-        values = check_counts(counts)
-        check_k_fits(self.k, values.size)
-        generator = make_rng(rng)
-        warn_if_seeded(rng, "laplace top-k")
-        charge(accountant, self.privacy, "laplace top-k")
-        noisy = _gaps(values) + generator.laplace(scale=self.scale(values.size),
-                                                  size=values.size)
-        return _sorted_top_k(noisy, self.k)
+    def _noise(self, d: int, rng: np.random.Generator) -> np.ndarray:
+        return rng.laplace(scale=self.scale(d), size=d)
 
 
 @dataclass(frozen=True)
-class GammaTopK:
+class GammaTopK(_NoisyCounts):
     """Noisy top-k with the l_inf exponential mechanism's noise (Steinke and Ullman, Thm 4.1).
 
     Draws ``r ~ Gamma(d + 1, 1 / epsilon)`` and adds ``r * Uniform(-1, 1)`` to every count (a
@@ -239,31 +210,20 @@ class GammaTopK:
     Privacy: ``epsilon``-DP (``PureDP(epsilon)``).
     """
 
-    k: int
-    epsilon: float
     neighbors: str = "add-remove"
+    label: ClassVar[str] = "gamma top-k"
 
-    def __post_init__(self) -> None:
-        check_k(self.k)
-        check_epsilon(self.epsilon)
-        check_neighbors(self.neighbors)
+    def _check_size(self, d: int) -> None:
+        super()._check_size(d)
+        check_noise_scale(2.0 * (d + 40), float(self.epsilon), "gamma top-k")
 
     @property
     def privacy(self) -> PureDP:
         return PureDP(self.epsilon)
 
-    def select(self, counts: object, *, rng: object = None,
-               accountant: Accountant | None = None) -> np.ndarray:
-        """Return ``k`` distinct indices into ``counts``, best first."""
-        values = check_counts(counts)
-        check_k_fits(self.k, values.size)
-        check_noise_scale(2.0 * (values.size + 40), float(self.epsilon), "gamma top-k")
-        generator = make_rng(rng)
-        warn_if_seeded(rng, "gamma top-k")
-        charge(accountant, self.privacy, "gamma top-k")
-        radius = generator.gamma(values.size + 1, 1.0 / float(self.epsilon))
-        noisy = _gaps(values) + radius * generator.uniform(-1.0, 1.0, size=values.size)
-        return _sorted_top_k(noisy, self.k)
+    def _noise(self, d: int, rng: np.random.Generator) -> np.ndarray:
+        radius = rng.gamma(d + 1, 1.0 / float(self.epsilon))
+        return radius * rng.uniform(-1.0, 1.0, size=d)
 
 
 def pnf_peel(counts: object, k: int, *, epsilon: float, rng: object = None,
