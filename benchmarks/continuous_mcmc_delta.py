@@ -1,4 +1,4 @@
-"""Fig. 1 of arXiv:2204.01132 as recovered by exact-continuous-sampling.md s.8.1.
+"""Fig. 1 of arXiv:2204.01132, as recovered in docs/continuous.md
 
 Delta cost of a Metropolis chain for the 1-D L1 mean (Example 1) against the chain length m, for
 the uniform independence proposal (beta_U = inf_X C_X) and the Laplace random walk

@@ -1,4 +1,4 @@
-"""Fig. 3 of arXiv:2204.01132 as recovered by exact-continuous-sampling.md s.8.2.
+"""Fig. 3 of arXiv:2204.01132, as recovered in docs/continuous.md
 
 Utility of the discrete exponential mechanism over l random points (the atom component of
 RandomAtomPerfect) for ridge regression by the K-norm gradient mechanism (Example 2): p = 5,

@@ -1,4 +1,4 @@
-"""Fig. 2 of arXiv:2204.01132 as recovered by exact-continuous-sampling.md s.8.1.
+"""Fig. 2 of arXiv:2204.01132, as recovered in docs/continuous.md
 
 Distribution of the number of proposals of the exact sampler (ConfAtomPerfect, corrected
 kernel) for the 1-D L1 mean, Laplace random-walk proposals with rate a = n eps / 2, data drawn

@@ -1,4 +1,4 @@
-"""mwem.txt Figure 4 on NLTCS: error of MWEM vs epsilon for T in {20, 30, 40}, with wall time.
+"""The MWEM paper's (arXiv:1012.4763) Figure 4 on NLTCS: error of MWEM vs epsilon for T in {20, 30, 40}, with wall time.
 
 MWEM is fitted to all 2-way and, separately, all 3-way marginals of the bundled NLTCS data; the
 synthetic distribution is scored by relative entropy to the real data (the paper's metric) and by
@@ -136,7 +136,7 @@ def main() -> None:
     cli = cli_default(args.seeds)
     summary = summarise(rows)
     payload = {
-        "benchmark": "mwem_nltcs (mwem.txt Figure 4)",
+        "benchmark": "mwem_nltcs (the MWEM paper's (arXiv:1012.4763) Figure 4)",
         "machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
                     "platform": platform.platform()},
         "seeds": args.seeds,

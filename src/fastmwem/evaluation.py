@@ -14,7 +14,7 @@ __all__ = ["workload_error", "relative_entropy"]
 
 
 def relative_entropy(true_histogram: np.ndarray, synthetic_histogram: np.ndarray) -> float:
-    """``RE(B || A) = sum_x B(x) log(B(x) / A(x)) / n`` on normalised histograms (mwem.txt s.3.2).
+    """``RE(B || A) = sum_x B(x) log(B(x) / A(x)) / n`` on normalised histograms (MWEM paper, arXiv:1012.4763, s.3.2).
 
     Infinite when the synthetic data gives zero mass to a cell the real data uses.
 

@@ -6,7 +6,7 @@ Every function in fastmwem that draws randomness takes an ``rng`` keyword and pa
 By default (``rng=None``) the stream is ChaCha20, a cryptographically strong stream cipher
 (randomgen's ``ChaCha``), keyed with 256 bits from the operating system: someone who sees many
 outputs cannot recover the state and subtract the noise, as they could for a seeded PCG64 or
-Mersenne Twister (testing-and-audit.md s.1.1). An integer seed gives numpy's PCG64 instead:
+Mersenne Twister. An integer seed gives numpy's PCG64 instead:
 reproducible, fast, and *not* for real releases.
 """
 

@@ -74,7 +74,7 @@ class ExponentialMechanism(_ScoreSelector):
 
     Sensitivity assumption: on neighbouring datasets every score changes by at most
     ``sensitivity`` in absolute value; with ``monotonic=True`` additionally all scores move in
-    the same direction. Source: mwem.txt s.2.1; fast-mwem.txt Lemma 3.2 (Gumbel-max).
+    the same direction. Source: the MWEM paper (arXiv:1012.4763) s.2.1; Fast-MWEM (arXiv:2602.03732) Lemma 3.2 (Gumbel-max).
 
     Numerics: log-weights are shifted by the maximum, so scores of magnitude 1e300 and epsilon up
     to 1e6 neither overflow nor produce NaN. Floating-point noise is "idealised numerics": it does

@@ -55,10 +55,10 @@ class Laplace:
 
     Privacy: ``epsilon``-DP (``privacy`` is ``PureDP(epsilon)``) for a value whose L1 norm
     changes by at most ``sensitivity`` between neighbouring datasets (for an array, the L1 norm of
-    the whole array). Source: mwem.txt s.2.1 (Dwork, McSherry, Nissim and Smith 2006).
+    the whole array). Source: the MWEM paper (arXiv:1012.4763) s.2.1 (Dwork, McSherry, Nissim and Smith 2006).
 
     Numerics: floating-point Laplace noise; it is not hardened against precision-based attacks
-    (Mironov 2012; testing-and-audit.md s.1). NaN or infinite values are rejected: releasing them
+    (Mironov 2012). NaN or infinite values are rejected: releasing them
     would reveal the input. A scale whose noise could overflow (``sensitivity / epsilon`` above
     :data:`~fastmwem._validation.MAX_NOISE_SCALE`) is refused at construction.
 

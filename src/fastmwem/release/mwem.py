@@ -1,6 +1,6 @@
 """MWEM: the multiplicative weights exponential mechanism (Hardt, Ligett and McSherry 2012).
 
-mwem.txt Figure 1 with the practical variations of its s.2.3.3 and s.3.3: measurement reuse,
+Figure 1 of the MWEM paper (arXiv:1012.4763) with the practical variations of its s.2.3.3 and s.3.3: measurement reuse,
 noisy-histogram initialisation, last iterate or average, and whole-group (marginal) measurement
 with a cell-count penalty in the selection score.
 """
@@ -52,7 +52,7 @@ class MWEMConfig:
         epsilon: total privacy budget (pure ``epsilon``-DP).
         rounds: number of rounds T (selections and measurements).
         measure: ``"group"`` measures a whole group (a marginal) with one Laplace measurement
-            calibrated to the group's L1 sensitivity (mwem.txt s.3.3); ``"query"`` measures
+            calibrated to the group's L1 sensitivity (MWEM paper, arXiv:1012.4763, s.3.3); ``"query"`` measures
             single queries (Figure 1). ``"auto"`` is ``"group"`` when the workload has groups
             larger than one query.
         reuse_passes: at most this many multiplicative-weights passes over all measurements so

@@ -25,7 +25,7 @@ class MWState:
     """A probability vector over the cells of ``domain`` and a record count ``total``.
 
     ``histogram`` is ``total * distribution``. Updates are the multiplicative-weights rule of
-    mwem.txt Figure 1 written for the normalised distribution ``p`` and for queries scaled to
+    the MWEM paper's (arXiv:1012.4763) Figure 1, written for the normalised distribution ``p`` and for queries scaled to
     values in ``[-1, 1]`` (``q / s`` with ``s`` the workload's ``query_sensitivity``; ``s = 1``
     for counting queries, marginals and parities, where this is exactly the paper's rule):
     ``p(x) <- p(x) exp((q(x) / s) (m / total - q(p)) / (2 s))``, then renormalised.

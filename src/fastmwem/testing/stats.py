@@ -1,4 +1,4 @@
-"""Goodness-of-fit and empirical-epsilon helpers (testing-and-audit.md s.4, checks 1 and 4)."""
+"""Goodness-of-fit and empirical-epsilon helpers with stated false-positive rates."""
 
 from __future__ import annotations
 

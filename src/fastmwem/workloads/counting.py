@@ -54,7 +54,7 @@ class RandomCountingQueries(LinearWorkload):
     """``n_queries`` random counting queries: ``q(x)`` is 1 for a random subset of the cells.
 
     Each entry of each query is 1 independently with probability ``density`` (a random
-    0/1 vector over the cells, the unstructured "all counting queries" class that mwem.txt
+    0/1 vector over the cells, the unstructured "all counting queries" class that the MWEM paper (arXiv:1012.4763)
     discusses). The matrix is stored bit-packed (``np.packbits`` along cells, ``n_queries *
     ceil(|D| / 8)`` bytes, at most ``MAX_PACKED_BYTES`` and within the machine's memory, checked
     before anything is drawn). ``answer`` looks each packed byte up

@@ -1,4 +1,4 @@
-"""Data cubes (mwem.txt s.3.3): the marginals of every set of attributes, called cuboids."""
+"""Data cubes (MWEM paper, arXiv:1012.4763, s.3.3): the marginals of every set of attributes, called cuboids."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ def cuboids(domain: Domain, max_size: int | None = None, *, min_size: int = 1) -
     """All cuboids of ``domain`` with ``min_size`` to ``max_size`` attributes, as marginals.
 
     A cuboid of a data cube is the marginal on a set of attributes; each cuboid is one group
-    whose cells are counting queries (L1 sensitivity 1 per cuboid, as in mwem.txt s.3.3, where
+    whose cells are counting queries (L1 sensitivity 1 per cuboid, as in the MWEM paper (arXiv:1012.4763) s.3.3, where
     MWEM selects and measures whole cuboids). Cuboids come in order of size, then
     lexicographically. ``max_size=None`` means all attributes (``2^d - 1`` cuboids).
 

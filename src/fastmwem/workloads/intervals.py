@@ -28,7 +28,7 @@ class AllIntervals(UnitBoxQueries, LinearWorkload):
     """Every interval ``[lo, hi]`` (``0 <= lo <= hi < n``) of one ordered attribute of size ``n``.
 
     The ``n (n + 1) / 2`` queries count the records whose code on ``attribute`` lies in the
-    interval (other attributes summed over): the 1-D range queries of mwem.txt s.3.1, all of
+    interval (other attributes summed over): the 1-D range queries of the MWEM paper (arXiv:1012.4763) s.3.1, all of
     them. Queries are ordered by ``lo``, then ``hi``; nothing is stored per query. Answers are
     differences of the prefix sums ``P`` of the marginal, ``P[hi + 1] - P[lo]``.
 

@@ -48,7 +48,7 @@ def walsh_hadamard(values: np.ndarray) -> np.ndarray:
     """Unnormalised fast Walsh-Hadamard transform of a vector of length ``2^u``.
 
     ``out[s] = sum_x (-1)^popcount(s & x) values[x]``: the Sylvester-ordered Hadamard matrix of
-    mwem.txt s.3.2 times ``values``, in ``O(u 2^u)``. Applying it twice multiplies by ``2^u``.
+    the MWEM paper (arXiv:1012.4763) s.3.2 times ``values``, in ``O(u 2^u)``. Applying it twice multiplies by ``2^u``.
 
     >>> walsh_hadamard(np.array([1.0, 2.0, 3.0, 4.0])).tolist()
     [10.0, -2.0, -4.0, 0.0]
@@ -75,7 +75,7 @@ def walsh_hadamard(values: np.ndarray) -> np.ndarray:
 class Parities(LinearWorkload):
     """Parity queries ``q_S(x) = (-1)^(sum_{a in S} x_a)`` for subsets ``S`` of binary attributes.
 
-    These are the Hadamard-transform entries of mwem.txt s.3.2 (Barak et al.): ``q_S(h)`` is the
+    These are the Hadamard-transform entries of the MWEM paper (arXiv:1012.4763) s.3.2 (Barak et al.): ``q_S(h)`` is the
     number of records with an even number of ones on ``S`` minus the number with an odd number.
     Attributes outside ``S`` are summed over (they need not be binary unless some subset names
     them). The empty subset is the constant query 1 (the total count).

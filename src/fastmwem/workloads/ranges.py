@@ -116,7 +116,7 @@ class RangeQueries(UnitBoxQueries, LinearWorkload):
 
     Query ``i`` counts the records ``x`` with ``lower[i, j] <= x[a_j] <= upper[i, j]`` for every
     attribute ``a_j`` of ``attributes`` (codes are the order); the other attributes are summed
-    over. One attribute gives the 1-D range queries of mwem.txt s.3.1, several give its
+    over. One attribute gives the 1-D range queries of the MWEM paper (arXiv:1012.4763) s.3.1, several give its
     multi-dimensional ranges.
 
     Answers use inclusive prefix sums of the marginal on ``attributes`` and inclusion-exclusion
@@ -197,7 +197,7 @@ class RangeQueries(UnitBoxQueries, LinearWorkload):
     @classmethod
     def random(cls, domain: Domain, attributes: str | Sequence[str], n_queries: int, *,
                rng: int | np.random.Generator | None = None) -> RangeQueries:
-        """``n_queries`` random boxes as in mwem.txt s.3.1.
+        """``n_queries`` random boxes as in the MWEM paper (arXiv:1012.4763) s.3.1.
 
         For every query and attribute two endpoints are drawn independently and uniformly from
         the attribute's codes; the interval runs from the smaller to the larger (inclusive).
