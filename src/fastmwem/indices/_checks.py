@@ -27,9 +27,7 @@ def real_matrix(values: object, name: str) -> np.ndarray:
         arr = np.asarray(values)
     except ValueError as exc:  # ragged nested sequences
         raise ValueError(f"{name} must be a rectangular array of real numbers: {exc}") from None
-    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.integer)
-                                   or np.issubdtype(arr.dtype, np.floating)
-                                   or arr.dtype == np.bool_):
+    if arr.dtype.kind not in "biuf":  # bool, signed, unsigned, float (a cheap issubdtype)
         raise TypeError(f"{name} must hold real numbers, got dtype {arr.dtype}")
     return arr
 
@@ -46,7 +44,7 @@ def _finite_2d(values: object, name: str, dimension: int | None, *, allow_1d: bo
                          f"got {arr.shape[1]}")
     if arr.shape[1] == 0:
         raise ValueError(f"{name} must have at least one column")
-    if np.issubdtype(arr.dtype, np.floating):
+    if arr.dtype.kind == "f":
         bad = ~np.isfinite(arr)
         if bad.any():
             row, col = np.argwhere(bad)[0]
@@ -81,7 +79,7 @@ def check_ids(ids: object, n_keys: int, name: str = "ids") -> np.ndarray:
     arr = np.atleast_1d(arr)
     if arr.ndim != 1:
         raise ValueError(f"{name} must be 1-D, got shape {arr.shape}")
-    if arr.size and not np.issubdtype(arr.dtype, np.integer):
+    if arr.size and arr.dtype.kind not in "iu":
         raise TypeError(f"{name} must hold integers, got dtype {arr.dtype}")
     out = arr.astype(np.int64, copy=False)
     if out.size and (out.min() < 0 or out.max() >= n_keys):

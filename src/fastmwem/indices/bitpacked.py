@@ -67,16 +67,22 @@ def _byte_tables(cells: np.ndarray) -> np.ndarray:
     return table.reshape(-1).astype(np.int32)
 
 
-def _quantize(v: np.ndarray) -> tuple[np.ndarray, int]:
-    """``(round(v * 2^p), p)`` with the largest ``p`` whose integer subset sums fit in int32."""
-    total = float(np.abs(v).sum())
-    if total == 0.0:
-        return np.zeros(v.size, dtype=np.int64), 0
-    power = math.floor(math.log2((_INT_LIMIT - v.size) / (total * (1.0 + 1e-6))))
+def _quantize(v: np.ndarray) -> tuple[np.ndarray, int, float]:
+    """``(round(v 2^p), p, sum|v| 2^p)`` with the largest ``p`` whose subset sums fit in int32.
+
+    The L1 norm is taken on ``v`` scaled by a power of two to a maximum in [0.5, 1), so neither
+    huge nor subnormal queries overflow it.
+    """
+    top = float(np.abs(v).max())
+    if top == 0.0:
+        return np.zeros(v.size, dtype=np.int64), 0, 0.0
+    shift = math.frexp(top)[1]
+    total = float(np.abs(np.ldexp(v, -shift)).sum())
+    power = math.floor(math.log2((_INT_LIMIT - v.size) / (total * (1.0 + 1e-6)))) - shift
     while True:
         quantized = np.rint(np.ldexp(v, power)).astype(np.int64)
         if int(np.abs(quantized).sum()) <= _INT_LIMIT:
-            return quantized, power
+            return quantized, power, math.ldexp(total, power + shift)
         power -= 1  # float rounding of ``total``; never more than once in practice
 
 
@@ -166,13 +172,13 @@ class BitPackedIndex(ExactScanIndex):
         return out
 
     def _scan(self, v: np.ndarray) -> tuple[np.ndarray, float]:
-        quantized, power = _quantize(self._padded(v))
+        quantized, _, scaled_l1 = _quantize(self._padded(v))
         table = _byte_tables(quantized)
         scores = (self._kernels.scan if self._kernels is not None else _numpy_scan)(
             self._packed, table)
         # Quantisation moves a key's score by at most popcount / 2 integer units; the float64
-        # sums of ``score`` are within gamma * ||v||_1 of the truth (scaled by 2^power).
-        rounding = gamma(self.dimension + 1, U64) * math.ldexp(float(np.abs(v).sum()), power)
+        # sums of ``score`` are within gamma * ||v||_1 of the truth (in the same units).
+        rounding = gamma(self.dimension + 1, U64) * scaled_l1
         return scores, self._max_popcount + 2.0 * rounding + 1.0
 
     def _exact(self, ids: np.ndarray, v: np.ndarray) -> np.ndarray:

@@ -41,6 +41,8 @@ def make_index(spec: str, keys: object = None, *, dimension: int | None = None,
     """
     if not isinstance(spec, str):
         raise TypeError(f"spec must be a str such as 'flat', got {type(spec).__name__}")
+    if spec not in ("flat", "bitpacked", "hnswlib") and not spec.startswith("faiss:"):
+        raise ValueError(f"spec must be one of {', '.join(INDEX_SPECS)}; got {spec!r}")
     arr = None
     if keys is not None:
         arr = check_keys(keys, None)
@@ -50,16 +52,11 @@ def make_index(spec: str, keys: object = None, *, dimension: int | None = None,
     elif dimension is None:
         raise ValueError("make_index needs keys or a dimension")
     d = check_dimension(dimension)
-    if spec == "flat":
-        index: IndexBase = FlatIndex(d, private=private, **options)
-    elif spec == "bitpacked":
-        index = BitPackedIndex(d, private=private, **options)
-    elif spec.startswith("faiss:"):
-        index = FaissIndex(spec[len("faiss:"):], d, private=private, **options)
-    elif spec == "hnswlib":
-        index = HnswlibIndex(d, private=private, **options)
+    if spec.startswith("faiss:"):
+        index: IndexBase = FaissIndex(spec[len("faiss:"):], d, private=private, **options)
     else:
-        raise ValueError(f"spec must be one of {', '.join(INDEX_SPECS)}; got {spec!r}")
+        cls = {"flat": FlatIndex, "bitpacked": BitPackedIndex, "hnswlib": HnswlibIndex}[spec]
+        index = cls(d, private=private, **options)
     if arr is not None:
         index.add(arr)
     return index
