@@ -17,6 +17,7 @@ from fastmwem.indices import (
     make_index,
 )
 
+
 def _ann(spec: str) -> None:
     pytest.importorskip("faiss" if spec.startswith("faiss") else "hnswlib")
 

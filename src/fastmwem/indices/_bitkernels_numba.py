@@ -27,6 +27,16 @@ def _scan(packed, table, out):  # pragma: no cover - compiled
 
 
 @njit(cache=True, boundscheck=False)
+def _scan_serial(packed, table, out):  # pragma: no cover - compiled
+    n, nb = packed.shape
+    for i in range(n):
+        acc = 0
+        for j in range(nb):
+            acc += table[j * 256 + packed[i, j]]
+        out[i] = acc
+
+
+@njit(cache=True, boundscheck=False)
 def _exact(packed, ids, v, out):  # pragma: no cover - compiled
     nb = packed.shape[1]
     for r in range(ids.size):
@@ -43,7 +53,8 @@ def _exact(packed, ids, v, out):  # pragma: no cover - compiled
 def scan(packed: np.ndarray, table: np.ndarray) -> np.ndarray:
     """Integer score of every packed row: the sum of ``table[j, byte j of the row]``."""
     out = np.empty(packed.shape[0], dtype=np.int32)
-    _scan(packed, table, out)
+    # Waking the worker threads costs more than a small scan (milliseconds on a busy machine).
+    (_scan if packed.shape[0] > 4 * _CHUNK else _scan_serial)(packed, table, out)
     return out
 
 

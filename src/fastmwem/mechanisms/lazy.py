@@ -107,19 +107,18 @@ def _distinct_ids(generator: np.random.Generator, n: int, forbidden: np.ndarray,
     if 2 * (forbidden.size + t) > n:
         allowed = np.setdiff1d(np.arange(n, dtype=np.int64), forbidden, assume_unique=True)
         return generator.choice(allowed, size=t, replace=False)
-    out = np.empty(0, dtype=np.int64)
-    while out.size < t:
-        need = t - out.size
+    chosen: dict[int, None] = {}  # insertion-ordered: the accepted ids in draw order
+    while len(chosen) < t:
+        need = t - len(chosen)
         draw = generator.integers(0, n, size=need + need // 2 + 16, dtype=np.int64)
         if forbidden.size:
             pos = np.minimum(np.searchsorted(forbidden, draw), forbidden.size - 1)
             draw = draw[forbidden[pos] != draw]
-        _, first = np.unique(draw, return_index=True)
-        draw = draw[np.sort(first)]
-        if out.size:
-            draw = draw[~np.isin(draw, out)]
-        out = np.concatenate([out, draw[:need]])
-    return out
+        for x in draw.tolist():
+            chosen.setdefault(x)
+            if len(chosen) == t:
+                break
+    return np.fromiter(chosen, dtype=np.int64, count=t)
 
 
 def _check_oracle(oracle: object) -> None:
