@@ -8,6 +8,9 @@ with a companion assertion that the naive scan really does get them wrong (so th
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -145,3 +148,24 @@ def test_window_candidates_is_a_superset_of_the_window(n):
             want = np.flatnonzero(values >= kth - window)
             assert np.isin(want, got).all()
             assert np.all(values[got] >= values.min())
+
+
+def test_without_numba_the_numpy_backend_is_chosen():
+    # A fresh interpreter where importing numba fails, as on an install without the extra.
+    code = (
+        "import sys; sys.modules['numba'] = None\n"
+        "import numpy as np\n"
+        "from fastmwem.indices import BitPackedIndex, numba_available\n"
+        "assert not numba_available()\n"
+        "index = BitPackedIndex(9)\n"
+        "assert index.backend == 'numpy'\n"
+        "index.add(np.eye(9))\n"
+        "assert index.search(np.arange(9.0), 1)[1][0, 0] == 8\n"
+        "try:\n"
+        "    BitPackedIndex(9, backend='numba')\n"
+        "except ImportError as exc:\n"
+        "    assert 'fastmwem[numba]' in str(exc)\n"
+        "else:\n"
+        "    raise AssertionError('no ImportError')\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)

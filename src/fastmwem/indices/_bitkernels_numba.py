@@ -1,21 +1,28 @@
-"""Compiled kernels of the bit-packed index (numba; imported only when numba is installed).
+"""Compiled kernels of the bit-packed index (numba, when installed).
 
 They compute exactly what the numpy kernels of ``indices.bitpacked`` compute (integer sums, and
 float64 sums of the set cells in ascending order), so both backends return identical results.
+Without numba the module still imports (``AVAILABLE`` is False) and is not used.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
 
-__all__ = ["scan", "exact_scores"]
+try:
+    from numba import njit, prange
+except ImportError:  # the numpy kernels of indices.bitpacked are used instead
+    AVAILABLE = False
+    prange = range
+else:
+    AVAILABLE = True
+
+__all__ = ["AVAILABLE", "scan", "exact_scores"]
 
 # Rows per parallel task: large enough to amortise scheduling, small enough to balance 2+ cores.
 _CHUNK = 8192
 
 
-@njit(parallel=True, cache=True, boundscheck=False)
 def _scan(packed, table, out):  # pragma: no cover - compiled
     n, nb = packed.shape
     for c in prange((n + _CHUNK - 1) // _CHUNK):
@@ -26,7 +33,6 @@ def _scan(packed, table, out):  # pragma: no cover - compiled
             out[i] = acc
 
 
-@njit(cache=True, boundscheck=False)
 def _scan_serial(packed, table, out):  # pragma: no cover - compiled
     n, nb = packed.shape
     for i in range(n):
@@ -36,7 +42,6 @@ def _scan_serial(packed, table, out):  # pragma: no cover - compiled
         out[i] = acc
 
 
-@njit(cache=True, boundscheck=False)
 def _exact(packed, ids, v, out):  # pragma: no cover - compiled
     nb = packed.shape[1]
     for r in range(ids.size):
@@ -48,6 +53,12 @@ def _exact(packed, ids, v, out):  # pragma: no cover - compiled
                     if byte & (128 >> b):
                         acc += v[8 * j + b]
         out[r] = acc
+
+
+if AVAILABLE:
+    _scan = njit(parallel=True, cache=True, boundscheck=False)(_scan)
+    _scan_serial = njit(cache=True, boundscheck=False)(_scan_serial)
+    _exact = njit(cache=True, boundscheck=False)(_exact)
 
 
 def scan(packed: np.ndarray, table: np.ndarray) -> np.ndarray:

@@ -22,11 +22,10 @@ _POPCOUNT = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).sum(a
 
 
 def _numba_kernels() -> ModuleType | None:
-    try:
-        from fastmwem.indices import _bitkernels_numba
-    except ImportError:
-        return None
-    return _bitkernels_numba
+    # Imported on first use: loading numba takes about half a second.
+    from fastmwem.indices import _bitkernels_numba
+
+    return _bitkernels_numba if _bitkernels_numba.AVAILABLE else None
 
 
 def numba_available() -> bool:
