@@ -64,6 +64,11 @@ def test_flat_float64_keys_near_ties():
     assert index.storage == np.float64
     for v in (np.array([1.0, -1.0, 0.5]), np.array([1e-300, 2e-300, 0.0])):
         _assert_true_top_k(index, keys, v, 25)
+    wide_ints = np.array([[2**30 + 1, 0], [2**30, 1]], dtype=np.int64)
+    ints = FlatIndex()
+    ints.add(wide_ints)
+    assert ints.storage == np.float64  # float32 would round 2^30 + 1
+    assert ints.search([1.0, 0.5], 1)[1][0, 0] == 0
 
 
 def test_flat_huge_and_tiny_queries():

@@ -10,7 +10,7 @@ from fastmwem._validation import check_int
 
 __all__ = [
     "check_dimension", "check_keys", "check_queries", "check_k", "check_ids", "check_save_path",
-    "real_matrix",
+    "real_matrix", "row_blocks",
 ]
 
 
@@ -45,11 +45,20 @@ def _finite_2d(values: object, name: str, dimension: int | None, *, allow_1d: bo
     if arr.shape[1] == 0:
         raise ValueError(f"{name} must have at least one column")
     if arr.dtype.kind == "f":
-        bad = ~np.isfinite(arr)
-        if bad.any():
-            row, col = np.argwhere(bad)[0]
-            raise ValueError(f"{name} must be finite: {name}[{row}, {col}] = {arr[row, col]}")
+        for start, block in row_blocks(arr):
+            bad = ~np.isfinite(block)
+            if bad.any():
+                row, col = np.argwhere(bad)[0]
+                raise ValueError(f"{name} must be finite: {name}[{start + row}, {col}] = "
+                                 f"{block[row, col]}")
     return arr
+
+
+def row_blocks(arr: np.ndarray, rows: int = 8192):
+    """``(start, arr[start:start + rows])`` over the rows: bounds the temporaries of a pass over
+    a large key matrix (a million keys of 1024 entries are 4 GB in float32)."""
+    for start in range(0, arr.shape[0], rows):
+        yield start, arr[start:start + rows]
 
 
 def check_keys(keys: object, dimension: int | None, name: str = "keys") -> np.ndarray:

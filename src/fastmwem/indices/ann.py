@@ -21,9 +21,17 @@ from types import ModuleType
 import numpy as np
 from tqdm import tqdm
 
-from fastmwem.indices._checks import check_dimension, check_keys, real_matrix
+from fastmwem.indices._checks import check_dimension, check_keys, real_matrix, row_blocks
 from fastmwem.indices._common import IndexBase
-from fastmwem.indices._topk import U32, U64, best_k, gamma, holder_bound, pad_results
+from fastmwem.indices._topk import (
+    U32,
+    U64,
+    best_k,
+    gamma,
+    holder_bound,
+    pad_results,
+    update_norms,
+)
 from fastmwem.indices.bitpacked import BitPackedIndex
 from fastmwem.indices.flat import FlatIndex
 
@@ -31,6 +39,8 @@ __all__ = ["FaissIndex", "HnswlibIndex", "mips_to_l2", "mips_query_to_l2", "requ
 
 # Keys added per call to the underlying library, so a long build can show progress.
 _ADD_CHUNK = 20_000
+# Keys an IVF index is trained on, at most (an evenly strided sample of the first batch).
+_TRAIN_SAMPLE = 100_000
 # Builds announce themselves on stderr only once they have taken this long (seconds).
 _PROGRESS_DELAY = 2.0
 
@@ -73,7 +83,8 @@ def mips_query_to_l2(queries: object) -> np.ndarray:
 
 
 def _is_binary(arr: np.ndarray) -> bool:
-    return arr.dtype == np.bool_ or bool(np.all((arr == 0) | (arr == 1)))
+    return arr.dtype == np.bool_ or all(bool(np.all((block == 0) | (block == 1)))
+                                        for _, block in row_blocks(arr))
 
 
 class _AdapterBase(IndexBase):
@@ -193,26 +204,28 @@ class FaissIndex(_AdapterBase):
 
     def add(self, keys: object) -> None:
         """Append keys; the first call trains the index if it needs training."""
-        arr = check_keys(keys, self.dimension).astype(np.float64, copy=False)
-        vectors = arr
-        if self.metric == "l2":
-            vectors, bound = mips_to_l2(arr, self.max_norm)
-            self.max_norm = bound
-        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        arr = check_keys(keys, self.dimension)
+        if self.metric == "l2" and self.max_norm is None:
+            self.max_norm = update_norms((0.0, 0.0, 0.0), arr)[1]
         if not self._index.is_trained:
+            # A strided sample is plenty for k-means (faiss itself samples 256 keys per list).
+            sample = arr[::max(1, arr.shape[0] // _TRAIN_SAMPLE)]
             try:
-                self._index.train(vectors)
+                self._index.train(self._vectors(sample))
             except RuntimeError as exc:
                 raise ValueError(f"cannot train faiss index {self.factory!r} on "
-                                 f"{vectors.shape[0]} keys (IVF needs at least as many keys as "
+                                 f"{sample.shape[0]} keys (IVF needs at least as many keys as "
                                  f"lists): {str(exc).splitlines()[-1]}") from None
-        self._add_in_chunks(vectors, lambda chunk, _: self._index.add(chunk),
+        self._add_in_chunks(arr, lambda chunk, _: self._index.add(self._vectors(chunk)),
                             f"faiss {self.factory}")
-        absval = np.abs(arr)
-        norms = (float(absval.sum(axis=1).max()), float(np.sqrt((arr * arr).sum(axis=1)).max()),
-                 float(absval.max()))
-        self._norms = tuple(max(a, b) for a, b in zip(self._norms, norms))
+        self._norms = update_norms(self._norms, arr)
         self._keep(arr)
+
+    def _vectors(self, keys: np.ndarray) -> np.ndarray:
+        """Keys as faiss stores them: float32, through the L2 reduction for ``metric="l2"``."""
+        if self.metric == "l2":
+            keys = mips_to_l2(keys, self.max_norm)[0]
+        return np.ascontiguousarray(keys, dtype=np.float32)
 
     def _query(self, v: np.ndarray) -> np.ndarray:
         row = mips_query_to_l2(v[None, :])[0] if self.metric == "l2" else v
@@ -302,14 +315,15 @@ class HnswlibIndex(_AdapterBase):
 
     def add(self, keys: object) -> None:
         """Append keys (ids continue from ``n_keys``)."""
-        arr = check_keys(keys, self.dimension).astype(np.float64, copy=False)
+        arr = check_keys(keys, self.dimension)
         start = self.n_keys
         self._index.resize_index(start + arr.shape[0])
-        vectors = np.ascontiguousarray(arr, dtype=np.float32)
-        self._add_in_chunks(
-            vectors, lambda chunk, s: self._index.add_items(chunk, np.arange(start + s, start + s
-                                                                             + chunk.shape[0])),
-            "hnswlib")
+
+        def add_chunk(chunk: np.ndarray, offset: int) -> None:
+            ids = np.arange(start + offset, start + offset + chunk.shape[0])
+            self._index.add_items(np.ascontiguousarray(chunk, dtype=np.float32), ids)
+
+        self._add_in_chunks(arr, add_chunk, "hnswlib")
         self._keep(arr)
 
     def search(self, queries: object, k: object) -> tuple[np.ndarray, np.ndarray]:

@@ -7,7 +7,7 @@ from types import ModuleType
 
 import numpy as np
 
-from fastmwem.indices._checks import check_dimension, check_keys, real_matrix
+from fastmwem.indices._checks import check_dimension, check_keys, real_matrix, row_blocks
 from fastmwem.indices._common import ExactScanIndex
 from fastmwem.indices._topk import U64, gamma
 
@@ -139,11 +139,15 @@ class BitPackedIndex(ExactScanIndex):
     def add(self, keys: object) -> None:
         """Append 0/1 keys (a 2-D array of ``dimension`` columns, bool or numeric)."""
         arr = check_keys(keys, self.dimension)
-        if arr.dtype != np.bool_ and not np.all((arr == 0) | (arr == 1)):
-            row, col = np.argwhere((arr != 0) & (arr != 1))[0]
-            raise ValueError(f"keys must be 0/1 for a bit-packed index: keys[{row}, {col}] = "
-                             f"{arr[row, col]}")
-        self._append(np.packbits(arr.astype(np.bool_), axis=1))
+        packed = np.empty((arr.shape[0], self._packed.shape[1]), dtype=np.uint8)
+        for start, block in row_blocks(arr):
+            bad = (block != 0) & (block != 1)
+            if arr.dtype != np.bool_ and bad.any():
+                row, col = np.argwhere(bad)[0]
+                raise ValueError(f"keys must be 0/1 for a bit-packed index: "
+                                 f"keys[{start + row}, {col}] = {block[row, col]}")
+            packed[start:start + block.shape[0]] = np.packbits(block.astype(np.bool_), axis=1)
+        self._append(packed)
 
     def add_packed(self, packed: object) -> None:
         """Append keys given bit-packed, as ``np.packbits(keys, axis=1)`` returns them."""

@@ -6,9 +6,9 @@ import math
 
 import numpy as np
 
-from fastmwem.indices._checks import check_dimension, check_keys
+from fastmwem.indices._checks import check_dimension, check_keys, row_blocks
 from fastmwem.indices._common import ExactScanIndex
-from fastmwem.indices._topk import U32, U64, gamma, holder_bound
+from fastmwem.indices._topk import U32, U64, gamma, holder_bound, update_norms
 
 __all__ = ["FlatIndex", "exact_dot"]
 
@@ -77,16 +77,17 @@ class FlatIndex(ExactScanIndex):
 
     def add(self, keys: object) -> None:
         """Append keys (rows of a finite 2-D array); their ids continue from ``n_keys``."""
-        arr = check_keys(keys, self._dimension).astype(np.float64, copy=False)
-        narrow = arr.astype(np.float32)
-        lossless = bool(np.all(narrow == arr)) and self.storage == np.float32
-        new = narrow if lossless else arr
-        if self._keys is not None and self._keys.dtype != new.dtype:
-            self._keys = self._keys.astype(np.float64)
-        absval = np.abs(arr)
-        norms = (float(absval.sum(axis=1).max()), float(np.sqrt((arr * arr).sum(axis=1)).max()),
-                 float(absval.max()))
-        self._norms = tuple(max(a, b) for a, b in zip(self._norms, norms))
+        arr = check_keys(keys, self._dimension)
+        storage = self.storage
+        if storage == np.float32 and not np.can_cast(arr.dtype, np.float32, "safe"):
+            # e.g. float64 or int64 input: keep float32 only if every entry survives the rounding
+            if not all(np.array_equal(block.astype(np.float32), block)
+                       for _, block in row_blocks(arr)):
+                storage = np.dtype(np.float64)
+        if self._keys is not None and self._keys.dtype != storage:
+            self._keys = self._keys.astype(storage)
+        new = arr.astype(storage)
+        self._norms = update_norms(self._norms, arr)
         self._keys = new if self._keys is None else np.concatenate([self._keys, new])
         self._dimension = arr.shape[1]
 
