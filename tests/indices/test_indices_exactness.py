@@ -89,7 +89,7 @@ def test_bitpacked_below_quantisation(backend):
     v = 1.0 + rng.integers(0, 1000, size=d) * 1e-13
     index = BitPackedIndex(d, backend=backend)
     index.add(keys)
-    quantised, _ = index._scan(v)
+    quantised, _ = index._scan(v, False)
     naive = np.argsort(-quantised, kind="stable")[:45]
     exact, kth = _truth(keys, v, 45)
     assert not np.all(exact[naive] >= kth)  # the integer scan alone misses true top keys
@@ -174,3 +174,18 @@ def test_without_numba_the_numpy_backend_is_chosen():
         "    raise AssertionError('no ImportError')\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_bitpacked_threads_do_not_change_results():
+    if not numba_available():
+        pytest.skip("numba is not installed")
+    rng = np.random.default_rng(7)
+    keys = rng.random((40_000, 24)) < 0.5  # above the size where the scan goes parallel
+    indices = [BitPackedIndex(24, threads=t) for t in (1, 2)] + [BitPackedIndex(24, backend="numpy")]
+    for index in indices:
+        index.add(keys)
+    v = rng.normal(size=24)
+    results = [index.search_abs(v, 200) for index in indices]
+    for other in results[1:]:
+        np.testing.assert_array_equal(results[0][0], other[0])
+        np.testing.assert_array_equal(results[0][1], other[1])

@@ -121,6 +121,7 @@ def test_hnswlib_is_approximate():
     ({"spec": "bitpacked", "keys": [[0.0, 0.5]]}, ValueError, "0/1"),
     ({"spec": "bitpacked", "keys": np.eye(3), "backend": "gpu"}, ValueError, "backend"),
     ({"spec": "bitpacked", "dimension": 0}, ValueError, "dimension"),
+    ({"spec": "bitpacked", "dimension": 3, "threads": 0}, ValueError, "threads"),
     ({"spec": "flat", "keys": np.eye(3), "private": "yes"}, TypeError, "private"),
 ])
 def test_bad_build_input(kwargs, exc, match):

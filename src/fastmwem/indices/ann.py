@@ -21,6 +21,7 @@ from types import ModuleType
 import numpy as np
 from tqdm import tqdm
 
+from fastmwem._validation import check_int
 from fastmwem.indices._checks import check_dimension, check_keys, real_matrix, row_blocks
 from fastmwem.indices._common import IndexBase
 from fastmwem.indices._topk import (
@@ -161,15 +162,19 @@ class FaissIndex(_AdapterBase):
             ``{"efConstruction": 100}`` (applied before keys are added).
         private: the keys are private (``save`` then refuses).
         progress: show a progress bar on stderr for builds longer than two seconds.
+        threads: OpenMP threads of a search (default: faiss's, every core). A single query
+            gains little from several threads and, on a busy machine, loses a lot.
     """
 
     kind = "faiss"
 
     def __init__(self, factory: str, dimension: int, *, metric: str = "ip",
                  max_norm: float | None = None, params: dict[str, float] | None = None,
-                 private: bool = False, progress: bool = True) -> None:
+                 private: bool = False, progress: bool = True, threads: int | None = None) -> None:
         super().__init__(dimension, private=private, progress=progress)
         faiss = require_ann("faiss")
+        self._faiss = faiss
+        self.threads = None if threads is None else check_int(threads, "threads", minimum=1)
         if not isinstance(factory, str) or not factory:
             raise ValueError(f"factory must be a faiss index_factory string, got {factory!r}")
         if metric not in ("ip", "l2"):
@@ -258,13 +263,19 @@ class FaissIndex(_AdapterBase):
         qs, kk = self._check_search(queries, k)
         if self.n_keys == 0:
             return pad_results([(np.empty(0), np.empty(0, np.int64))] * qs.shape[0], kk)
-        rows = []
-        for v in qs:
-            if self.exact:
-                rows.append(self._exact_top(v, kk))
-            else:
-                _, ids = self._index.search(self._query(v), min(kk, self.n_keys))
-                rows.append(self._rescored(ids[0], v, kk))
+        before = self._faiss.omp_get_max_threads()
+        if self.threads is not None:
+            self._faiss.omp_set_num_threads(self.threads)
+        try:
+            rows = []
+            for v in qs:
+                if self.exact:
+                    rows.append(self._exact_top(v, kk))
+                else:
+                    _, ids = self._index.search(self._query(v), min(kk, self.n_keys))
+                    rows.append(self._rescored(ids[0], v, kk))
+        finally:
+            self._faiss.omp_set_num_threads(before)
         return pad_results(rows, kk)
 
     def _payload(self) -> dict[str, np.ndarray]:
@@ -276,11 +287,12 @@ class FaissIndex(_AdapterBase):
 
     @classmethod
     def from_payload(cls, dimension: int, payload: dict[str, np.ndarray], *,
-                     private: bool = False, progress: bool = True) -> FaissIndex:
+                     private: bool = False, progress: bool = True,
+                     threads: int | None = None) -> FaissIndex:
         faiss = require_ann("faiss")
         meta = json.loads(str(payload["meta"]))
         index = cls(meta["factory"], dimension, metric=meta["metric"], max_norm=meta["max_norm"],
-                    params=meta["params"], private=private, progress=progress)
+                    params=meta["params"], private=private, progress=progress, threads=threads)
         index._index = faiss.deserialize_index(np.asarray(payload["faiss"], dtype=np.uint8))
         index._norms = tuple(meta["norms"])
         index._restore(payload)

@@ -7,6 +7,7 @@ from types import ModuleType
 
 import numpy as np
 
+from fastmwem._validation import check_int
 from fastmwem.indices._checks import check_dimension, check_keys, real_matrix, row_blocks
 from fastmwem.indices._common import ExactScanIndex
 from fastmwem.indices._topk import U64, gamma
@@ -33,14 +34,14 @@ def numba_available() -> bool:
     return _numba_kernels() is not None
 
 
-def _numpy_scan(packed: np.ndarray, table: np.ndarray) -> np.ndarray:
+def _numpy_scan(packed: np.ndarray, table: np.ndarray, absolute: bool) -> np.ndarray:
     n, nb = packed.shape
     out = np.empty(n, dtype=np.int64)
     offsets = np.arange(nb, dtype=np.intp) * 256
     for s in range(0, n, _ROWS):
         index = np.add(packed[s:s + _ROWS], offsets, dtype=np.intp)
         out[s:s + index.shape[0]] = np.take(table, index).sum(axis=1, dtype=np.int64)
-    return out
+    return np.abs(out, out=out) if absolute else out
 
 
 def _numpy_exact(packed: np.ndarray, ids: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -104,6 +105,9 @@ class BitPackedIndex(ExactScanIndex):
         dimension: key length (number of cells).
         private: the keys are private (``save`` then refuses).
         backend: ``"auto"`` (numba when installed), ``"numba"`` or ``"numpy"``.
+        threads: threads of the compiled scan (default: numba's, every core). On a machine
+            whose cores are busy with other work, ``threads=1`` can be much faster: a parallel
+            scan waits for its slowest thread.
 
     >>> index = BitPackedIndex(4)
     >>> index.add([[1, 0, 1, 0], [0, 1, 1, 1], [1, 1, 1, 1]])
@@ -113,14 +117,18 @@ class BitPackedIndex(ExactScanIndex):
 
     kind = "bitpacked"
 
-    def __init__(self, dimension: int, *, private: bool = False, backend: str = "auto") -> None:
+    def __init__(self, dimension: int, *, private: bool = False, backend: str = "auto",
+                 threads: int | None = None) -> None:
         super().__init__(check_dimension(dimension), private=private)
         if backend not in _BACKENDS:
             raise ValueError(f"backend must be one of {_BACKENDS}, got {backend!r}")
+        if threads is not None:
+            check_int(threads, "threads", minimum=1)
         kernels = _numba_kernels() if backend != "numpy" else None
         if backend == "numba" and kernels is None:
             raise ImportError('backend="numba" needs numba: pip install "fastmwem[numba]"')
         self.backend = "numba" if kernels is not None else "numpy"
+        self.threads = threads
         self._kernels = kernels
         self._packed = np.empty((0, -(-self._dimension // 8)), dtype=np.uint8)
         self._max_popcount = 0
@@ -174,11 +182,14 @@ class BitPackedIndex(ExactScanIndex):
         out[:v.size] = v
         return out
 
-    def _scan(self, v: np.ndarray) -> tuple[np.ndarray, float]:
+    def _scan(self, v: np.ndarray, absolute: bool) -> tuple[np.ndarray, float]:
         quantized, _, scaled_l1 = _quantize(self._padded(v))
         table = _byte_tables(quantized)
-        scores = (self._kernels.scan if self._kernels is not None else _numpy_scan)(
-            self._packed, table)
+        if self._kernels is None:
+            scores = _numpy_scan(self._packed, table, absolute)
+        else:
+            threads = self.threads or self._kernels.default_threads()
+            scores = self._kernels.scan(self._packed, table, absolute, threads)
         # Quantisation moves a key's score by at most popcount / 2 integer units; the float64
         # sums of ``score`` are within gamma * ||v||_1 of the truth (in the same units).
         rounding = gamma(self.dimension + 1, U64) * scaled_l1
@@ -193,7 +204,8 @@ class BitPackedIndex(ExactScanIndex):
 
     @classmethod
     def from_payload(cls, dimension: int, payload: dict[str, np.ndarray], *,
-                     private: bool = False, backend: str = "auto") -> BitPackedIndex:
-        index = cls(dimension, private=private, backend=backend)
+                     private: bool = False, backend: str = "auto",
+                     threads: int | None = None) -> BitPackedIndex:
+        index = cls(dimension, private=private, backend=backend, threads=threads)
         index.add_packed(payload["packed"])
         return index

@@ -95,7 +95,7 @@ class FlatIndex(ExactScanIndex):
         """A float64 copy of the stored keys."""
         return np.empty((0, self.dimension)) if self._keys is None else self._keys.astype(np.float64)
 
-    def _scan(self, v: np.ndarray) -> tuple[np.ndarray, float]:
+    def _scan(self, v: np.ndarray, absolute: bool) -> tuple[np.ndarray, float]:
         keys = self._keys
         d = keys.shape[1]
         top = float(np.abs(v).max())
@@ -108,7 +108,9 @@ class FlatIndex(ExactScanIndex):
         approx = (keys.astype(np.float64, copy=False) if wide and keys.dtype != np.float64
                   else keys) @ scaled.astype(np.float64 if wide else np.float32)
         if not np.all(np.isfinite(approx)):  # cannot happen for finite keys below 1e37; a guard
-            return self._exact(np.arange(self.n_keys), v), 0.0
+            approx = self._exact(np.arange(self.n_keys), scaled)
+        if absolute:
+            np.abs(approx, out=approx)
         spread = holder_bound(self._norms, scaled)
         scan_error = gamma(d + 3, unit) * spread + (0.0 if wide else (self._norms[0] + d) * _TINY32)
         exact_error = gamma(d + 1, U64) * spread
