@@ -189,3 +189,24 @@ def test_bitpacked_threads_do_not_change_results():
     for other in results[1:]:
         np.testing.assert_array_equal(results[0][0], other[0])
         np.testing.assert_array_equal(results[0][1], other[1])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_bitpacked_adds_across_block_boundaries(backend):
+    # Keys live in blocks of 4096: appending 3000 + 3000 + 1 keys fills, crosses and starts blocks.
+    rng = np.random.default_rng(8)
+    keys = rng.random((6001, 13)) < 0.5
+    split = BitPackedIndex(13, backend=backend)
+    for part in (keys[:3000], keys[3000:6000], keys[6000:]):
+        split.add(part)
+    whole = BitPackedIndex(13, backend=backend)
+    whole.add_packed(np.packbits(keys, axis=1))
+    assert split.n_keys == whole.n_keys == 6001
+    np.testing.assert_array_equal(split.packed, np.packbits(keys, axis=1))
+    v = rng.normal(size=13)
+    for index in (split, whole):
+        _assert_true_top_k(index, keys.astype(np.float64), v, 50)
+        np.testing.assert_allclose(index.score(np.arange(6001), v), keys @ v, rtol=1e-12,
+                                   atol=1e-12)
+        # the padding keys of the last block are never returned
+        assert index.search(-np.abs(v) - 1.0, 6001)[1].max() == 6000

@@ -15,7 +15,10 @@ from fastmwem.indices._topk import U64, gamma
 __all__ = ["BitPackedIndex", "numba_available"]
 
 _BACKENDS = ("auto", "numba", "numpy")
-# Rows per block of the numpy kernels: bounds their index and unpacked-bit buffers.
+#: Keys per storage block: a block's int32 accumulators (16 KiB) stay in L1 cache during a scan.
+BLOCK = 4096
+# Blocks per step of the numpy scan, and ids per step of its exact scoring: bound the buffers.
+_GROUP = 16
 _ROWS = 4096
 _INT_LIMIT = 2**31 - 1
 # _POPCOUNT[b] = number of set bits of the byte value b.
@@ -34,20 +37,24 @@ def numba_available() -> bool:
     return _numba_kernels() is not None
 
 
-def _numpy_scan(packed: np.ndarray, table: np.ndarray, absolute: bool) -> np.ndarray:
-    n, nb = packed.shape
-    out = np.empty(n, dtype=np.int64)
-    offsets = np.arange(nb, dtype=np.intp) * 256
-    for s in range(0, n, _ROWS):
-        index = np.add(packed[s:s + _ROWS], offsets, dtype=np.intp)
-        out[s:s + index.shape[0]] = np.take(table, index).sum(axis=1, dtype=np.int64)
+def _numpy_scan(blocks: np.ndarray, table: np.ndarray, absolute: bool) -> np.ndarray:
+    n_blocks, nb, width = blocks.shape
+    out = np.zeros((n_blocks, width), dtype=np.int64)
+    tables = table.reshape(nb, 256)
+    for s in range(0, n_blocks, _GROUP):
+        acc = out[s:s + _GROUP]
+        for j in range(nb):
+            acc += tables[j][blocks[s:s + _GROUP, j]]
+    out = out.reshape(-1)
     return np.abs(out, out=out) if absolute else out
 
 
-def _numpy_exact(packed: np.ndarray, ids: np.ndarray, v: np.ndarray) -> np.ndarray:
+def _numpy_exact(blocks: np.ndarray, ids: np.ndarray, v: np.ndarray) -> np.ndarray:
     out = np.empty(ids.size)
+    width = blocks.shape[2]
     for s in range(0, ids.size, _ROWS):
-        bits = np.unpackbits(packed[ids[s:s + _ROWS]], axis=1)
+        chunk = ids[s:s + _ROWS]
+        bits = np.unpackbits(blocks[chunk // width, :, chunk % width], axis=1)
         if bits.shape[0]:
             # A running sum adds the set cells in ascending order (unset cells add an exact
             # zero): the same float64 result as the compiled kernel, bit for bit.
@@ -90,7 +97,8 @@ class BitPackedIndex(ExactScanIndex):
     """Exact maximum inner-product search over 0/1 keys, 8 keys' entries per byte.
 
     Keys are bit-packed like ``np.packbits(keys, axis=1)`` (big-endian within a byte, the layout
-    of ``RandomCountingQueries.packed``), 32 times smaller than float32. A search quantises the
+    of ``RandomCountingQueries.packed``), 32 times smaller than float32, and stored in blocks of
+    ``BLOCK`` keys, byte-major within a block, so that a scan runs down byte columns. A search quantises the
     query to integers ``round(v 2^p)`` (``p`` as large as int32 sums allow), builds a table of
     the 256 subset sums of each group of 8 entries, and scans every key with one table look-up
     per byte in exact integer arithmetic. A key's quantised score is within ``popcount / 2^(p+1)``
@@ -130,24 +138,37 @@ class BitPackedIndex(ExactScanIndex):
         self.backend = "numba" if kernels is not None else "numpy"
         self.threads = threads
         self._kernels = kernels
-        self._packed = np.empty((0, -(-self._dimension // 8)), dtype=np.uint8)
+        n_bytes = -(-self._dimension // 8)
+        # blocks[b, j, r] = byte j of key b * BLOCK + r (byte-major blocks: see the kernels)
+        self._blocks = np.zeros((0, n_bytes, BLOCK), dtype=np.uint8)
+        self._n = 0
         self._max_popcount = 0
 
     @property
     def n_keys(self) -> int:
-        return int(self._packed.shape[0])
+        return self._n
+
+    @property
+    def n_bytes(self) -> int:
+        """Bytes per key: ``ceil(dimension / 8)``."""
+        return int(self._blocks.shape[1])
 
     @property
     def packed(self) -> np.ndarray:
-        """The keys, bit-packed (read-only view)."""
-        view = self._packed.view()
-        view.setflags(write=False)
-        return view
+        """The keys bit-packed one row per key, as ``np.packbits(keys, axis=1)`` (a copy)."""
+        rows = self._blocks.transpose(0, 2, 1).reshape(-1, self.n_bytes)[:self._n].copy()
+        rows.setflags(write=False)
+        return rows
+
+    @property
+    def nbytes(self) -> int:
+        """Memory held by the keys (the last block is padded to ``BLOCK`` keys)."""
+        return int(self._blocks.nbytes)
 
     def add(self, keys: object) -> None:
         """Append 0/1 keys (a 2-D array of ``dimension`` columns, bool or numeric)."""
         arr = check_keys(keys, self.dimension)
-        packed = np.empty((arr.shape[0], self._packed.shape[1]), dtype=np.uint8)
+        packed = np.empty((arr.shape[0], self.n_bytes), dtype=np.uint8)
         for start, block in row_blocks(arr):
             bad = (block != 0) & (block != 1)
             if arr.dtype != np.bool_ and bad.any():
@@ -160,25 +181,34 @@ class BitPackedIndex(ExactScanIndex):
     def add_packed(self, packed: object) -> None:
         """Append keys given bit-packed, as ``np.packbits(keys, axis=1)`` returns them."""
         arr = real_matrix(packed, "packed")
-        n_bytes = self._packed.shape[1]
         if arr.dtype != np.uint8:
             raise TypeError(f"packed must have dtype uint8, got {arr.dtype}")
-        if arr.ndim != 2 or arr.shape[1] != n_bytes:
-            raise ValueError(f"packed must have shape (n, {n_bytes}) for dimension "
+        if arr.ndim != 2 or arr.shape[1] != self.n_bytes:
+            raise ValueError(f"packed must have shape (n, {self.n_bytes}) for dimension "
                              f"{self.dimension}, got {arr.shape}")
-        spare = 8 * n_bytes - self.dimension
+        spare = 8 * self.n_bytes - self.dimension
         if spare and arr.shape[0] and np.any(arr[:, -1] & np.uint8((1 << spare) - 1)):
             raise ValueError(f"packed has bits set beyond dimension {self.dimension}")
-        self._append(np.ascontiguousarray(arr))
+        self._append(arr)
 
     def _append(self, packed: np.ndarray) -> None:
-        if packed.shape[0]:
-            pop = int(_POPCOUNT[packed].sum(axis=1).max())
+        if not packed.shape[0]:
+            return
+        total = self._n + packed.shape[0]
+        missing = -(-total // BLOCK) - self._blocks.shape[0]
+        if missing > 0:
+            self._blocks = np.concatenate(
+                [self._blocks, np.zeros((missing, self.n_bytes, BLOCK), dtype=np.uint8)])
+        for start in range(0, packed.shape[0], 65536):
+            rows = packed[start:start + 65536]
+            ids = self._n + start + np.arange(rows.shape[0])
+            self._blocks[ids // BLOCK, :, ids % BLOCK] = rows
+            pop = int(_POPCOUNT[rows].sum(axis=1).max())
             self._max_popcount = max(self._max_popcount, pop)
-            self._packed = np.concatenate([self._packed, packed])
+        self._n = total
 
     def _padded(self, v: np.ndarray) -> np.ndarray:
-        out = np.zeros(8 * self._packed.shape[1])
+        out = np.zeros(8 * self.n_bytes)
         out[:v.size] = v
         return out
 
@@ -186,10 +216,11 @@ class BitPackedIndex(ExactScanIndex):
         quantized, _, scaled_l1 = _quantize(self._padded(v))
         table = _byte_tables(quantized)
         if self._kernels is None:
-            scores = _numpy_scan(self._packed, table, absolute)
+            scores = _numpy_scan(self._blocks, table, absolute)
         else:
             threads = self.threads or self._kernels.default_threads()
-            scores = self._kernels.scan(self._packed, table, absolute, threads)
+            scores = self._kernels.scan(self._blocks, table, absolute, threads)
+        scores = scores[:self._n]  # the padding keys of the last block
         # Quantisation moves a key's score by at most popcount / 2 integer units; the float64
         # sums of ``score`` are within gamma * ||v||_1 of the truth (in the same units).
         rounding = gamma(self.dimension + 1, U64) * scaled_l1
@@ -197,10 +228,10 @@ class BitPackedIndex(ExactScanIndex):
 
     def _exact(self, ids: np.ndarray, v: np.ndarray) -> np.ndarray:
         kernel = self._kernels.exact_scores if self._kernels is not None else _numpy_exact
-        return kernel(self._packed, ids, self._padded(v))
+        return kernel(self._blocks, ids, self._padded(v))
 
     def _payload(self) -> dict[str, np.ndarray]:
-        return {"packed": self._packed}
+        return {"packed": self.packed}
 
     @classmethod
     def from_payload(cls, dimension: int, payload: dict[str, np.ndarray], *,
