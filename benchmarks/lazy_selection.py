@@ -18,8 +18,8 @@ Beside each time: recall@k of the top set against the exact one, the mean number
 candidates drawn against the bound ``(N - k) / (k + 1)``, the time of the lazy sampler alone
 (given the top set), build time and key memory. All methods run side by side in one process on
 the same queries, so the ratios are measured, not projected. Median of ``--repeats`` selections
-(5 query vectors in turn); seeded PCG64 for every method (the library default, ChaCha20, is slower
-for the 2m Gumbels of the classic method).
+(5 query vectors in turn), the methods interleaved round by round; seeded PCG64 for every method
+(the library default, ChaCha20, is slower for the 2m Gumbels of the classic method).
 
 Run: ``nice python benchmarks/lazy_selection.py [--quick] [--ann]``. Writes
 benchmarks/results/lazy_selection.json and .png.
@@ -80,47 +80,33 @@ def classic_select(keys: np.ndarray, v: np.ndarray, scale: float,
     return int(np.argmax(logits + rng.gumbel(size=logits.size)))
 
 
-def timed(fn, repeats: int) -> tuple[list[float], list[object]]:
-    times, outs = [], []
-    for r in range(repeats):
-        t = time.perf_counter()
-        outs.append(fn(r))
-        times.append(time.perf_counter() - t)
-    return times, outs
-
-
-def measure_lazy(mech: LazyExponentialMechanism, queries: list[np.ndarray],
-                 reference: list[np.ndarray], repeats: int) -> dict:
-    mech.select(queries[0], rng=0)  # warm-up: compiled kernels, caches
-    times, stats = timed(lambda r: mech.select_with_stats(queries[r % N_QUERIES], rng=100 + r),
-                         repeats)
+def lazy_quality(mech: LazyExponentialMechanism, queries: list[np.ndarray],
+                 reference: list[np.ndarray]) -> dict:
+    """Recall@k of the mechanism's top set against the exact one, and the sampler's own time."""
     k = mech._k_for(mech.n_candidates, 0)
     empty = np.empty(0, dtype=np.int64)
     recalls, sampler = [], []
     for q, ref in zip(queries, reference):
-        vec = np.asarray(q, dtype=np.float64)
-        ids, scores = mech._top(vec, k, empty)
+        ids, scores = mech._top(q, k, empty)
         recalls.append(np.intersect1d(ids, ref).size / ref.size)
         gen = np.random.default_rng(7)
         t = time.perf_counter()
         for _ in range(5):
-            mech._draw(vec, ids, scores, empty, gen)
+            mech._draw(q, ids, scores, empty, gen)
         sampler.append((time.perf_counter() - t) / 5)
-    tails = np.array([s.n_tail for s in stats])
-    return {"times": times, "recall_mean": float(np.mean(recalls)),
-            "recall_min": float(np.min(recalls)), "tail_mean": float(tails.mean()),
-            "tail_max": int(tails.max()), "from_tail": int(sum(s.from_tail for s in stats)),
-            "sampler_ms": 1e3 * float(np.median(sampler)), "k": k}
+    return {"recall_mean": float(np.mean(recalls)), "recall_min": float(np.min(recalls)),
+            "sampler_ms": 1e3 * float(np.median(sampler))}
 
 
 def index_specs(m: int, d: int, args: argparse.Namespace) -> list[tuple[str, str, dict]]:
     """(method name, make_index spec, options) for this size."""
     float_gb = 4 * m * d / 1e9
+    # the first spec is exact and gives the reference top sets for recall@k
     specs = [("lazy+bitpacked (1 thread)", "bitpacked", {"threads": 1})]
     if numba_available():
         specs.append(("lazy+bitpacked (numpy fallback)", "bitpacked", {"backend": "numpy"}))
     if float_gb <= args.max_float_gb:
-        specs.insert(0, ("lazy+flat", "flat", {}))
+        specs.append(("lazy+flat", "flat", {}))
     try:
         import faiss  # noqa: F401
 
@@ -146,68 +132,88 @@ def index_specs(m: int, d: int, args: argparse.Namespace) -> list[tuple[str, str
         except ImportError:
             pass
     cores = os.cpu_count() or 1
-    if numba_available() and cores > 1:  # last: its worker threads disturb what follows
-        specs.append((f"lazy+bitpacked ({cores} threads)", "bitpacked", {"threads": cores}))
+    if numba_available() and cores > 1:
+        specs.insert(1, (f"lazy+bitpacked ({cores} threads)", "bitpacked", {"threads": cores}))
     return specs
 
 
+def build(spec: str, options: dict, packed: np.ndarray, d: int):
+    if spec == "bitpacked":
+        index = make_index(spec, dimension=d, **options)
+        index.add_packed(packed)
+        return index
+    dense = unpacked_f32(packed, d)
+    return make_index(spec, dense, **options)
+
+
 def run_size(m: int, d: int, args: argparse.Namespace) -> list[dict]:
+    """Build every method for this size, then time them round-robin: one selection of each per
+    round, so that a change of machine load hits every method alike."""
     packed = random_packed(m, d, seed=m + d)
     queries = query_vectors(d, args.n_records, seed=d)
     scale = args.epsilon0 * args.n_records / 2  # epsilon0 / (2 * sensitivity), sensitivity 1/n
-    rows: list[dict] = []
     k = math.isqrt(2 * m - 1) + 1
-    bound = (2 * m - k) / (k + 1)
-
-    exact_index = make_index("bitpacked", dimension=d)
-    exact_index.add_packed(packed)
-    reference_mech = LazyExponentialMechanism(exact_index, epsilon=args.epsilon0,
-                                              sensitivity=1 / args.n_records, complement=True)
+    base = {"d": d, "m": m, "N": 2 * m, "k": k, "tail_bound": (2 * m - k) / (k + 1)}
+    calibration = {"epsilon": args.epsilon0, "sensitivity": 1 / args.n_records,
+                   "complement": True}
     empty = np.empty(0, dtype=np.int64)
-    reference = [reference_mech._top(q, k, empty)[0] for q in queries]
 
-    base = {"d": d, "m": m, "N": 2 * m, "k": k, "tail_bound": bound}
+    methods: list[dict] = []
+    classic_keys = None
     for name, spec, options in index_specs(m, d, args):
         t = time.perf_counter()
-        if spec == "bitpacked":
-            index = make_index(spec, dimension=d, **options)
-            index.add_packed(packed)
-        else:
-            dense = unpacked_f32(packed, d)
-            index = make_index(spec, dense, **options)
-            del dense
-        build = time.perf_counter() - t
+        index = build(spec, options, packed, d)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UncertifiedOracleWarning)
-            mech = LazyExponentialMechanism(index, epsilon=args.epsilon0,
-                                            sensitivity=1 / args.n_records, complement=True,
-                                            allow_uncertified=not index.exact)
-        repeats = args.repeats if "numpy" not in name else max(3, args.repeats // 3)
-        res = measure_lazy(mech, queries, reference, repeats)
-        memory = packed.nbytes if spec == "bitpacked" else 4 * m * d
-        rows.append({**base, "method": name, "exact": bool(index.exact), "build_s": build,
-                     "key_bytes": memory, **_summary(res.pop("times")), **res})
-        _print(rows[-1])
+            mech = LazyExponentialMechanism(index, allow_uncertified=not index.exact,
+                                            **calibration)
+        methods.append({"method": name, "mech": mech, "exact": bool(index.exact),
+                        "build_s": time.perf_counter() - t,
+                        "key_bytes": index.nbytes if spec == "bitpacked" else 4 * m * d,
+                        "repeats": args.repeats if "numpy" not in name
+                        else max(3, args.repeats // 3)})
         if spec == "flat":  # the classic selection scans the same float32 matrix
-            rows.append({**base, **measure_classic(index._keys, queries, scale, args.repeats)})
-            _print(rows[-1])
-        del index, mech
-    classic = [r for r in rows if r["method"] == "classic"]
-    for row in rows:
-        if classic:
-            row["speedup_vs_classic"] = classic[0]["median_ms"] / row["median_ms"]
-    return rows
+            classic_keys = index._keys
+    if classic_keys is None and 4 * m * d / 1e9 <= args.max_float_gb:
+        classic_keys = unpacked_f32(packed, d)
+    reference = [methods[0]["mech"]._top(q, k, empty)[0] for q in queries]  # an exact index
 
-
-def measure_classic(keys: np.ndarray, queries: list[np.ndarray], scale: float,
-                    repeats: int) -> dict:
     rng = np.random.default_rng(1)
-    classic_select(keys, queries[0], scale, rng)
-    times, _ = timed(lambda r: classic_select(keys, queries[r % N_QUERIES], scale, rng), repeats)
-    m, d = keys.shape
-    return {"method": "classic", "exact": True, "build_s": 0.0, "key_bytes": 4 * m * d,
-            **_summary(times), "recall_mean": 1.0, "recall_min": 1.0,
-            "tail_mean": float(2 * m), "tail_max": 2 * m}
+    runners = [(meth, lambda r, mech=meth["mech"]: mech.select_with_stats(
+        queries[r % N_QUERIES], rng=100 + r)) for meth in methods]
+    if classic_keys is not None:
+        classic = {"method": "classic", "exact": True, "build_s": 0.0, "key_bytes": 4 * m * d,
+                   "repeats": args.repeats}
+        runners.insert(0, (classic, lambda r: classic_select(
+            classic_keys, queries[r % N_QUERIES], scale, rng)))
+    for meth, run in runners:
+        run(0)  # warm-up: compiled kernels, caches
+        meth["times"], meth["stats"] = [], []
+    for r in range(args.repeats):
+        for meth, run in runners:
+            if r < meth["repeats"]:
+                t = time.perf_counter()
+                out = run(r)
+                meth["times"].append(time.perf_counter() - t)
+                meth["stats"].append(out)
+
+    rows = []
+    for meth, _ in runners:
+        row = {**base, **{key: meth[key] for key in ("method", "exact", "build_s", "key_bytes")},
+               **_summary(meth["times"])}
+        if "mech" in meth:
+            tails = np.array([s.n_tail for s in meth["stats"]])
+            row.update(lazy_quality(meth["mech"], queries, reference), tail_mean=float(
+                tails.mean()), tail_max=int(tails.max()),
+                from_tail=int(sum(s.from_tail for s in meth["stats"])))
+        else:
+            row.update(recall_mean=1.0, recall_min=1.0, tail_mean=float(2 * m), tail_max=2 * m)
+        rows.append(row)
+        _print(row)
+    for row in rows:
+        if classic_keys is not None:
+            row["speedup_vs_classic"] = rows[0]["median_ms"] / row["median_ms"]
+    return rows
 
 
 def _summary(times: list[float]) -> dict:

@@ -44,7 +44,7 @@ def _numpy_scan(blocks: np.ndarray, table: np.ndarray, absolute: bool) -> np.nda
     for s in range(0, n_blocks, _GROUP):
         acc = out[s:s + _GROUP]
         for j in range(nb):
-            acc += tables[j][blocks[s:s + _GROUP, j]]
+            acc += np.take(tables[j], blocks[s:s + _GROUP, j])  # faster than fancy indexing
     out = out.reshape(-1)
     return np.abs(out, out=out) if absolute else out
 
