@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import sys
 
 import numpy as np
+from tqdm import tqdm
 
 from fastmwem._validation import check_int
 
@@ -54,11 +56,20 @@ def _finite_2d(values: object, name: str, dimension: int | None, *, allow_1d: bo
     return arr
 
 
-def row_blocks(arr: np.ndarray, rows: int = 8192):
+def row_blocks(arr: np.ndarray, rows: int = 8192, *, progress: str | None = None):
     """``(start, arr[start:start + rows])`` over the rows: bounds the temporaries of a pass over
-    a large key matrix (a million keys of 1024 entries are 4 GB in float32)."""
-    for start in range(0, arr.shape[0], rows):
-        yield start, arr[start:start + rows]
+    a large key matrix (a million keys of 1024 entries are 4 GB in float32). With ``progress``
+    (a label), a bar on stderr shows the pass if it lasts more than two seconds."""
+    if progress is None:  # the common case (every query check): no bar object at all
+        for start in range(0, arr.shape[0], rows):
+            yield start, arr[start:start + rows]
+        return
+    with tqdm(total=arr.shape[0], desc=progress, unit="keys", file=sys.stderr,
+              delay=2.0) as bar:
+        for start in range(0, arr.shape[0], rows):
+            block = arr[start:start + rows]
+            yield start, block
+            bar.update(block.shape[0])
 
 
 def check_keys(keys: object, dimension: int | None, name: str = "keys") -> np.ndarray:

@@ -14,12 +14,10 @@ import importlib
 import json
 import math
 import os
-import sys
 import tempfile
 from types import ModuleType
 
 import numpy as np
-from tqdm import tqdm
 
 from fastmwem._validation import check_int
 from fastmwem.indices._checks import check_dimension, check_keys, real_matrix, row_blocks
@@ -42,8 +40,6 @@ __all__ = ["FaissIndex", "HnswlibIndex", "mips_to_l2", "mips_query_to_l2", "requ
 _ADD_CHUNK = 20_000
 # Keys an IVF index is trained on, at most (an evenly strided sample of the first batch).
 _TRAIN_SAMPLE = 100_000
-# Builds announce themselves on stderr only once they have taken this long (seconds).
-_PROGRESS_DELAY = 2.0
 
 
 def require_ann(module: str) -> ModuleType:
@@ -116,12 +112,9 @@ class _AdapterBase(IndexBase):
         self._store.add(arr)
 
     def _add_in_chunks(self, vectors: np.ndarray, add_chunk, label: str) -> None:
-        with tqdm(total=vectors.shape[0], desc=f"building {label}", unit="keys", file=sys.stderr,
-                  disable=not self.progress, delay=_PROGRESS_DELAY) as bar:
-            for s in range(0, vectors.shape[0], _ADD_CHUNK):
-                chunk = vectors[s:s + _ADD_CHUNK]
-                add_chunk(chunk, s)
-                bar.update(chunk.shape[0])
+        label = f"building {label}" if self.progress else None
+        for start, chunk in row_blocks(vectors, _ADD_CHUNK, progress=label):
+            add_chunk(chunk, start)
 
     def _rescored(self, ids: np.ndarray, v: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         ids = np.unique(ids[ids >= 0]).astype(np.int64)

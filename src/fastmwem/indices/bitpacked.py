@@ -113,6 +113,7 @@ class BitPackedIndex(ExactScanIndex):
         dimension: key length (number of cells).
         private: the keys are private (``save`` then refuses).
         backend: ``"auto"`` (numba when installed), ``"numba"`` or ``"numpy"``.
+        progress: show a progress bar on stderr for an ``add`` longer than two seconds.
         threads: threads of the compiled scan (default: numba's, every core). On a machine
             whose cores are busy with other work, ``threads=1`` can be much faster: a parallel
             scan waits for its slowest thread.
@@ -126,8 +127,11 @@ class BitPackedIndex(ExactScanIndex):
     kind = "bitpacked"
 
     def __init__(self, dimension: int, *, private: bool = False, backend: str = "auto",
-                 threads: int | None = None) -> None:
+                 threads: int | None = None, progress: bool = True) -> None:
         super().__init__(check_dimension(dimension), private=private)
+        if not isinstance(progress, bool):
+            raise TypeError(f"progress must be a bool, got {type(progress).__name__}")
+        self.progress = progress
         if backend not in _BACKENDS:
             raise ValueError(f"backend must be one of {_BACKENDS}, got {backend!r}")
         if threads is not None:
@@ -169,7 +173,7 @@ class BitPackedIndex(ExactScanIndex):
         """Append 0/1 keys (a 2-D array of ``dimension`` columns, bool or numeric)."""
         arr = check_keys(keys, self.dimension)
         packed = np.empty((arr.shape[0], self.n_bytes), dtype=np.uint8)
-        for start, block in row_blocks(arr):
+        for start, block in row_blocks(arr, progress="packing keys" if self.progress else None):
             bad = (block != 0) & (block != 1)
             if arr.dtype != np.bool_ and bad.any():
                 row, col = np.argwhere(bad)[0]

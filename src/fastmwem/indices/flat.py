@@ -45,6 +45,7 @@ class FlatIndex(ExactScanIndex):
     Args:
         dimension: key length; taken from the first ``add`` when omitted.
         private: the keys are private (``save`` then refuses).
+        progress: show a progress bar on stderr for an ``add`` longer than two seconds.
 
     >>> index = FlatIndex()
     >>> index.add(np.eye(3))
@@ -54,9 +55,13 @@ class FlatIndex(ExactScanIndex):
 
     kind = "flat"
 
-    def __init__(self, dimension: int | None = None, *, private: bool = False) -> None:
+    def __init__(self, dimension: int | None = None, *, private: bool = False,
+                 progress: bool = True) -> None:
         super().__init__(None if dimension is None else check_dimension(dimension),
                          private=private)
+        if not isinstance(progress, bool):
+            raise TypeError(f"progress must be a bool, got {type(progress).__name__}")
+        self.progress = progress
         self._keys: np.ndarray | None = None
         self._norms = (0.0, 0.0, 0.0)  # largest L1, L2 and Linf norm of a key
 
@@ -86,8 +91,11 @@ class FlatIndex(ExactScanIndex):
                 storage = np.dtype(np.float64)
         if self._keys is not None and self._keys.dtype != storage:
             self._keys = self._keys.astype(storage)
-        new = arr.astype(storage)
-        self._norms = update_norms(self._norms, arr)
+        new = np.empty(arr.shape, dtype=storage)
+        label = "building flat index" if self.progress else None
+        for start, block in row_blocks(arr, progress=label):
+            new[start:start + block.shape[0]] = block
+            self._norms = update_norms(self._norms, block)
         self._keys = new if self._keys is None else np.concatenate([self._keys, new])
         self._dimension = arr.shape[1]
 
