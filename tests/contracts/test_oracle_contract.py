@@ -16,7 +16,7 @@ import pytest
 import scipy.sparse as sp
 
 from fastmwem.data.domain import Domain
-from fastmwem.indices import TopKOracle
+from fastmwem.indices import TopKOracle, make_index, numba_available
 from fastmwem.workloads import (
     AllIntervals,
     BranchAndBoundOracle,
@@ -111,6 +111,29 @@ def _branch_bound(keys_of: Callable[[np.random.Generator], np.ndarray], leaf_siz
         keys = keys_of(rng)
         return BranchAndBoundOracle(keys, leaf_size=leaf_size), keys.astype(np.float64)
     return make
+def _indexed(spec: str, kind: str, **options) -> Callable[[np.random.Generator], tuple]:
+    """A factory for ``make_index(spec)`` over random keys: "normal" (float64 storage),
+    "small-int" (float32-exact) or "binary" (0/1, many ties)."""
+    ann = spec.startswith("faiss") or spec == "hnswlib"
+
+    def make(rng: np.random.Generator) -> tuple[object, np.ndarray]:
+        if ann:
+            pytest.importorskip(spec.split(":")[0])
+        if kind == "normal":
+            keys = rng.normal(size=(40, 6))
+        elif kind == "small-int":
+            keys = rng.integers(-3, 4, size=(40, 6)).astype(np.float64)
+        else:
+            keys = (rng.random((40, 11)) < 0.5).astype(np.float64)
+        extra = {"progress": False} if ann else {}
+        return make_index(spec, keys, **extra, **options), keys
+    return make
+
+
+def _numba_bitpacked(rng: np.random.Generator) -> tuple[object, np.ndarray]:
+    if not numba_available():
+        pytest.skip("numba is not installed")
+    return _indexed("bitpacked", "binary", backend="numba")(rng)
 
 
 CASES: list[Case] = [
@@ -136,6 +159,16 @@ CASES: list[Case] = [
     Case("branch_bound_clustered", _branch_bound(_clustered_keys, 3)),
     Case("branch_bound_intervals", _branch_bound(lambda rng: _interval_keys(), 5)),
     Case("branch_bound_one_leaf", _branch_bound(lambda rng: rng.random((10, 9)) < 0.3, 64)),
+    Case("flat-float64", _indexed("flat", "normal")),
+    Case("flat-float32", _indexed("flat", "small-int")),
+    Case("flat-binary", _indexed("flat", "binary")),
+    Case("bitpacked-numpy", _indexed("bitpacked", "binary", backend="numpy")),
+    Case("bitpacked-numba", _numba_bitpacked),
+    Case("faiss-flat", _indexed("faiss:Flat", "normal")),
+    Case("faiss-flat-binary", _indexed("faiss:Flat", "binary")),
+    Case("faiss-ivf", _indexed("faiss:IVF4,Flat", "normal")),
+    Case("faiss-hnsw", _indexed("faiss:HNSW8", "binary")),
+    Case("hnswlib", _indexed("hnswlib", "normal")),
 ]
 
 pytestmark = pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
@@ -224,3 +257,31 @@ def test_non_finite_query_is_refused(case, bad):
     query[0, 0] = bad
     with pytest.raises(ValueError):
         oracle.search(query, 1)
+
+
+def test_search_abs_is_an_exact_top_k_by_absolute_value(case):
+    rng = np.random.default_rng(7)
+    oracle, keys = case.make(rng)
+    if not hasattr(oracle, "search_abs"):
+        pytest.skip("no search_abs: the lazy mechanism searches v and -v instead")
+    n = keys.shape[0]
+    for query in _queries(rng, keys.shape[1]):
+        for k in sorted({1, 3, n // 2, n, n + 2}):
+            scores, ids = oracle.search_abs(query[None, :], k)
+            n_real = min(k, n)
+            got = ids[0, :n_real]
+            np.testing.assert_allclose(scores[0, :n_real], keys[got] @ query, rtol=1e-9, atol=1e-9)
+            truth = np.sort(np.abs(keys @ query))[::-1][:n_real]
+            np.testing.assert_allclose(np.abs(scores[0, :n_real]), truth, rtol=1e-9, atol=1e-9)
+            assert np.unique(got).size == n_real and np.all(ids[0, n_real:] == -1)
+
+
+def test_search_scores_equal_score_bit_for_bit(case):
+    # The lazy mechanism compares scores from search (the top set) with scores from score (the
+    # tail): they must round identically.
+    rng = np.random.default_rng(8)
+    oracle, keys = case.make(rng)
+    for query in _queries(rng, keys.shape[1]):
+        scores, ids = oracle.search(query[None, :], 10)
+        real = ids[0] >= 0
+        np.testing.assert_array_equal(scores[0, real], oracle.score(ids[0, real], query))
