@@ -15,6 +15,7 @@ from fastmwem.data import Dataset, Domain
 from fastmwem.evaluation import relative_entropy, workload_error
 from fastmwem.release.mwem import MWEMConfig, mwem
 from fastmwem.release.result import MWEMResult
+from fastmwem.release.selection import selection_names
 from fastmwem.workloads.base import LinearWorkload
 from fastmwem.workloads.spec import WORKLOAD_HELP, parse_workload
 
@@ -48,8 +49,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--init", choices=["uniform", "noisy-histogram"], default="uniform")
     parser.add_argument("--output", choices=["last", "average"], default="last",
                         help="last iterate or average of iterates")
-    parser.add_argument("--selection", choices=["exponential", "permute-and-flip"],
-                        default="exponential")
+    parser.add_argument("--selection", choices=list(selection_names()), default="exponential",
+                        help="how a round selects: exponential (scan every query, the default), "
+                             "permute-and-flip, or lazy (Fast-MWEM: the exact law of the "
+                             "exponential mechanism from an exact top-k search)")
+    parser.add_argument("--index", default=None,
+                        help="top-k oracle for --selection lazy: flat, bitpacked, faiss:Flat "
+                             "(exact), or an approximate one (refused: no privacy guarantee); "
+                             "default: the workload's own exact oracle")
     parser.add_argument("--rows", type=int, default=None,
                         help="number of synthetic records (default: the noisy record count)")
     parser.add_argument("--seed", type=int, default=None,
@@ -150,7 +157,8 @@ def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     _check_numbers(args)
     config = MWEMConfig(epsilon=args.epsilon, rounds=args.rounds, reuse_passes=args.reuse_passes,
-                        init=args.init, output=args.output, selection=args.selection)
+                        init=args.init, output=args.output, selection=args.selection,
+                        index=args.index)
     _check_sources(args)
     check_paths({"--out": args.out, "--report": args.report}, _inputs(args))
     dataset, schema = _load(args)
@@ -205,6 +213,7 @@ def _options(config: MWEMConfig) -> dict[str, object]:
         "init": config.init,
         "output": config.output,
         "selection": config.selection,
+        "index": config.index,
     }
 
 

@@ -1,9 +1,18 @@
-"""Release algorithms: MWEM and its multiplicative-weights state."""
+"""Release algorithms: MWEM (classic and fast), offline private multiplicative weights, and the
+multiplicative-weights state they share."""
 
 from fastmwem.release.mwem import MWEMConfig, mwem, mwem_privacy_plan
+from fastmwem.release.pmw_offline import PMWConfig, pmw, pmw_privacy_plan
 from fastmwem.release.resources import MWEMResources, mwem_resources
 from fastmwem.release.result import MWEMResult, RoundRecord
+from fastmwem.release.selection import (
+    LazySelection,
+    RoundSelection,
+    ScanSelection,
+    register_selection,
+)
 from fastmwem.release.state import MWState
 
 __all__ = ["mwem", "MWEMConfig", "MWEMResult", "RoundRecord", "MWState", "mwem_privacy_plan",
-           "mwem_resources", "MWEMResources"]
+           "mwem_resources", "MWEMResources", "pmw", "PMWConfig", "pmw_privacy_plan",
+           "RoundSelection", "ScanSelection", "LazySelection", "register_selection"]

@@ -7,31 +7,41 @@ from __future__ import annotations
 
 import numpy as np
 
+from fastmwem._validation import check_memory
+
 __all__ = ["workload_oracle"]
 
-#: Rows materialised at a time while an index is filled from a workload.
-_BLOCK_ROWS = 8192
+#: Keys handed to an index per ``add`` call.
+_BLOCK_ROWS = 65536
 
 
 def workload_oracle(workload: object, index: object, *, allow_uncertified: bool) -> object:
-    """The oracle a lazy round searches: the workload's own, a named index, or ``index`` itself.
+    """The oracle a lazy round searches.
+
+    ``index=None`` takes the bit-packed index for workloads stored bit-packed (random counting
+    queries), else the workload's own exact oracle (``top_k_oracle()``: interval heaps, one
+    Walsh-Hadamard transform, marginal projections, or a structured scan). A name builds that
+    index over the workload's query vectors; an object is checked and used as it is.
 
     Raises:
-        ValueError: an approximate index without a certificate and without the opt-in, or an
-            oracle whose keys do not match the workload.
+        ValueError: an approximate index without a certificate and without the opt-in, keys that
+            do not match the workload, or a key matrix beyond the memory limit.
     """
     from fastmwem.indices import TopKOracle, make_index
 
     if index is None:
-        own = getattr(workload, "top_k_oracle", None)
-        if callable(own):
-            return _checked(own(), workload, allow_uncertified)
-        index = "bitpacked" if _is_binary(workload) else "flat"
+        if _packed(workload) is not None:
+            index = "bitpacked"
+        else:
+            return _checked(workload.top_k_oracle(), workload, allow_uncertified)  # type: ignore[attr-defined]
     if isinstance(index, str):
         built = make_index(index, dimension=workload.domain.size)  # type: ignore[attr-defined]
-        for start in range(0, workload.n_queries, _BLOCK_ROWS):  # type: ignore[attr-defined]
-            stop = min(start + _BLOCK_ROWS, workload.n_queries)  # type: ignore[attr-defined]
-            built.add(_rows(workload, start, stop))
+        packed = _packed(workload)
+        if index == "bitpacked" and packed is not None:
+            built.add_packed(packed)
+        else:
+            for block in _key_blocks(workload, index):
+                built.add(block)
         return _checked(built, workload, allow_uncertified)
     if not isinstance(index, TopKOracle):
         raise TypeError(f"index must be a name or a top-k oracle, got {type(index).__name__}")
@@ -52,19 +62,32 @@ def _checked(oracle: object, workload: object, allow_uncertified: bool) -> objec
     return oracle
 
 
-def _rows(workload: object, start: int, stop: int) -> np.ndarray:
-    """Dense query vectors ``start .. stop - 1`` (float32 is exact for 0/1 and small integers)."""
-    vectors = getattr(workload, "query_vectors", None)
-    ids = np.arange(start, stop)
-    if callable(vectors):
-        return np.asarray(vectors(ids), dtype=np.float32)
-    return np.stack([workload.row(int(q)) for q in ids]).astype(np.float32)  # type: ignore[attr-defined]
+def _packed(workload: object) -> np.ndarray | None:
+    """The workload's bit-packed 0/1 query matrix (``np.packbits`` rows), if it keeps one."""
+    packed = getattr(workload, "packed", None)
+    if isinstance(packed, np.ndarray) and packed.dtype == np.uint8 and packed.ndim == 2:
+        return packed
+    return None
 
 
-def _is_binary(workload: object) -> bool:
-    """Whether every query vector is 0/1 (checked on a bounded prefix plus the flag if any)."""
-    flag = getattr(workload, "binary_queries", None)
-    if isinstance(flag, bool):
-        return flag
-    sample = _rows(workload, 0, min(workload.n_queries, 256))  # type: ignore[attr-defined]
-    return bool(np.all((sample == 0) | (sample == 1)))
+def _key_blocks(workload: object, index: str):
+    """The query vectors in row blocks, in ``min(m, |X|)`` structured calls: ``row(q)`` per query
+    when there are fewer queries than cells, else ``answer`` of each unit histogram (one column
+    of the query matrix per call)."""
+    n, size = workload.n_queries, workload.domain.size  # type: ignore[attr-defined]
+    check_memory(4 * n * size, f"the {index!r} index over {n} queries x {size} cells", None)
+    matrix = np.empty((n, size), dtype=np.float32)
+    if n <= size:
+        for query in range(n):
+            matrix[query] = workload.row(query)  # type: ignore[attr-defined]
+    else:
+        unit = np.zeros(size)
+        for cell in range(size):
+            unit[cell] = 1.0
+            matrix[:, cell] = workload.answer(unit)  # type: ignore[attr-defined]
+            unit[cell] = 0.0
+    if index == "bitpacked" and not np.all((matrix == 0) | (matrix == 1)):
+        raise ValueError("the 'bitpacked' index needs 0/1 queries; this workload has other "
+                         "values (use index='flat')")
+    for start in range(0, n, _BLOCK_ROWS):
+        yield matrix[start:start + _BLOCK_ROWS]

@@ -262,8 +262,9 @@ class _LazyChooser:
         # v = h - n a: the scores |<q, v>| are the absolute errors of single queries
         vector = distribution * -total
         vector += self.true_histogram
-        query = self.mechanism.select(vector, rng=rng, exclude=exclude)  # type: ignore[attr-defined]
-        self.tail_draws.append(int(getattr(self.mechanism, "last_tail_draws", 0) or 0))
+        stats = self.mechanism.select_with_stats(vector, rng=rng, exclude=exclude)  # type: ignore[attr-defined]
+        query = stats.index
+        self.tail_draws.append(int(stats.n_tail))
         if not self.group_mode:
             return int(query)
         return int(np.searchsorted(offsets, query, side="right") - 1)

@@ -1,0 +1,92 @@
+"""Offline private multiplicative weights (Fast-MWEM Algorithms 1-2): fastmwem.release.pmw_offline."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fastmwem import Accountant, BudgetExceededError
+from fastmwem.accounting import ApproxDP, BoundedRange
+from fastmwem.data import Dataset, Domain
+from fastmwem.evaluation import workload_error
+from fastmwem.mechanisms import ExponentialMechanism
+from fastmwem.release.pmw_offline import PMWConfig, _LazyChooser, pmw, pmw_privacy_plan
+from fastmwem.testing import chi_square_pvalue
+from fastmwem.workloads import Marginals, RandomCountingQueries
+
+ALPHA = 1e-4
+
+
+def _data(domain: Domain, n: int, seed: int) -> Dataset:
+    rng = np.random.default_rng(seed)
+    cells = rng.choice(domain.size, size=n, p=rng.dirichlet(np.full(domain.size, 0.3)))
+    return Dataset(np.column_stack(np.unravel_index(cells, domain.shape)), domain)
+
+
+@pytest.mark.parametrize("composition", ["zcdp", "advanced"])
+def test_the_plan_fills_but_never_exceeds_the_budget(composition):
+    config = PMWConfig(epsilon=1.0, delta=1e-6, rounds=50, composition=composition)
+    accountant = (Accountant(epsilon=1.0, delta=1e-6, composition="zcdp")
+                  if composition == "zcdp" else Accountant(epsilon=1.0, delta=1e-6))
+    accountant.compose_all(pmw_privacy_plan(config))
+    # a slightly larger epsilon0 would not fit: the per-round share is (nearly) maximal
+    bigger = PMWConfig(epsilon=1.0 + 1e-3, delta=1e-6, rounds=50, composition=composition)
+    fresh = (Accountant(epsilon=1.0, delta=1e-6, composition="zcdp")
+             if composition == "zcdp" else Accountant(epsilon=1.0, delta=1e-6))
+    with pytest.raises(BudgetExceededError):
+        fresh.compose_all(pmw_privacy_plan(bigger))
+    assert fresh.ledger == ()
+    events = [e for e, _ in pmw_privacy_plan(config)]
+    kinds = {type(e) for e in events}
+    assert kinds <= ({BoundedRange} | {type(events[0])} if composition == "zcdp"
+                     else {ApproxDP} | {type(events[0])})
+
+
+def test_lazy_and_scan_rounds_have_the_same_law():
+    domain = Domain(["a", "b"], [4, 4])
+    workload = RandomCountingQueries(domain, 25, rng=np.random.default_rng(1))
+    dataset = _data(domain, 40, seed=2)
+    eps0 = 0.5
+    lazy = _LazyChooser(workload, eps0, None, None)
+    synthetic = 40.0 * np.random.default_rng(3).dirichlet(np.ones(domain.size))
+    true_hist = dataset.histogram()
+    signed = workload.answer(synthetic) - workload.answer(true_hist)
+    law = ExponentialMechanism(epsilon=eps0).probabilities(np.concatenate([signed, -signed]))
+    rng = np.random.default_rng(4)
+    draws = np.array([lazy.choose(synthetic, true_hist, rng) for _ in range(6000)])
+    counts = np.bincount(draws, minlength=2 * workload.n_queries)
+    assert chi_square_pvalue(counts, law) > ALPHA
+    wrong = ExponentialMechanism(epsilon=3 * eps0).probabilities(np.concatenate([signed, -signed]))
+    assert chi_square_pvalue(counts, wrong) < ALPHA
+
+
+@pytest.mark.parametrize("selection", ["exponential", "lazy"])
+def test_pmw_improves_on_the_uniform_distribution(selection):
+    domain = Domain([f"x{i}" for i in range(5)], [2] * 5)
+    dataset = _data(domain, 5000, seed=5)
+    workload = Marginals.all_kway(domain, 1)
+    uniform = workload_error(dataset.histogram(), np.ones(domain.size), workload)["mean_group_l1"]
+    result = pmw(dataset, workload, epsilon=5.0, delta=1e-6, rounds=200, selection=selection,
+                 rng=np.random.default_rng(6))
+    error = workload_error(dataset.histogram(), result.histogram, workload)["mean_group_l1"]
+    assert error < 0.6 * uniform
+    assert result.measurements and all(m.size == 0 for m in result.measurements)
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"delta": 0.0}, "delta"),
+    ({"delta": 1.0}, "delta"),
+    ({"composition": "basic"}, "composition"),
+    ({"selection": "permute-and-flip"}, "selection"),
+    ({"selection": "exponential", "index": "flat"}, "lazy"),
+    ({"rounds": 0}, "rounds"),
+    ({"learning_rate": -1.0}, "learning_rate"),
+])
+def test_bad_input_is_refused_before_the_charge(options, message):
+    domain = Domain(["a"], [4])
+    dataset = _data(domain, 10, seed=7)
+    accountant = Accountant(epsilon=1.0, delta=1e-6, composition="zcdp")
+    arguments = {"epsilon": 1.0, "delta": 1e-6, "rounds": 5, **options}
+    with pytest.raises((ValueError, TypeError), match=message):
+        pmw(dataset, Marginals.all_kway(domain, 1), accountant=accountant, **arguments)
+    assert accountant.ledger == ()
