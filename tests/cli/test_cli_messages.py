@@ -67,11 +67,11 @@ def test_a_non_utf8_input_is_named_without_its_bytes(cli, tmp_path, no_release, 
     assert "0xe9" not in err
 
 
-def test_rows_beyond_memory_is_a_clear_error(cli, coded_csv, tmp_path, no_release):
+def test_rows_beyond_the_disk_is_a_clear_error(cli, coded_csv, tmp_path, no_release):
     csv, domain = coded_csv
     err = _one_line(cli("synth", csv, "--domain", domain, "--epsilon", 1, "--out",
                         tmp_path / "o.csv", "--rows", 10**12),
-                    "--rows 1000000000000", "free", "at most")
+                    "--rows 1000000000000", "disk", "free", "at most")
     assert "MemoryError" not in err
     assert not (tmp_path / "o.csv").exists()
 

@@ -11,10 +11,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import stat
 import tempfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import IO, TypeVar
 
 import pandas as pd
@@ -23,7 +24,7 @@ from fastmwem.cli import CLIError
 from fastmwem.data import write_csv
 
 __all__ = ["check_input_file", "check_paths", "read_text_file", "staged_outputs",
-           "StagedOutputs"]
+           "StagedOutputs", "free_disk_bytes"]
 
 T = TypeVar("T")
 
@@ -111,6 +112,11 @@ def _check_output(path: str, flag: str) -> None:
         os.unlink(probe)
 
 
+def free_disk_bytes(path: str) -> int:
+    """Bytes free (to this user) on the file system where the output ``path`` will be written."""
+    return int(shutil.disk_usage(os.path.dirname(os.path.abspath(path))).free)
+
+
 def _same_file(a: str, b: str) -> bool:
     if os.path.realpath(a) == os.path.realpath(b):
         return True
@@ -128,6 +134,14 @@ class StagedOutputs:
 
     def write_csv(self, frame: pd.DataFrame, path: str, flag: str) -> None:
         self._stage(path, flag, lambda fh: write_csv(frame, fh))
+
+    def write_csv_blocks(self, frames: Iterable[pd.DataFrame], path: str, flag: str) -> None:
+        """One CSV from consecutive blocks of rows (the header comes from the first block)."""
+        def write(fh: IO[str]) -> None:
+            for i, frame in enumerate(frames):
+                write_csv(frame, fh, header=i == 0)
+
+        self._stage(path, flag, write)
 
     def write_json(self, payload: object, path: str, flag: str) -> None:
         def dump(fh: IO[str]) -> None:

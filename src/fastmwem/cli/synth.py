@@ -3,17 +3,32 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import sys
 import time
+from collections.abc import Iterator
+
+import numpy as np
+import pandas as pd
 
 from fastmwem.accounting import Accountant
-from fastmwem.cli import CLIError, warn_seeded
-from fastmwem.cli._io import check_input_file, check_paths, read_text_file, staged_outputs
+from fastmwem.cli import CLIError, print_warning, warn_seeded
+from fastmwem.cli._io import (
+    check_input_file,
+    check_paths,
+    free_disk_bytes,
+    read_text_file,
+    staged_outputs,
+)
 from fastmwem.data import Dataset, Domain
 from fastmwem.evaluation import relative_entropy, workload_error
-from fastmwem.release.mwem import MWEMConfig, mwem
+from fastmwem.release.defaults import (
+    MAX_DEFAULT_ROUNDS,
+    MWEMChoices,
+    default_workload_spec,
+    mwem_auto,
+)
+from fastmwem.release.mwem import MWEMConfig
 from fastmwem.release.result import MWEMResult
 from fastmwem.release.selection import selection_names
 from fastmwem.workloads.base import LinearWorkload
@@ -21,7 +36,9 @@ from fastmwem.workloads.spec import WORKLOAD_HELP, parse_workload
 
 __all__ = ["register"]
 
-DEFAULT_ROUNDS = 25
+# The default row count (the noisy record count) gets a warning when the count's noise scale is
+# more than this share of it.
+_NOISY_COUNT_SHARE = 0.1
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -41,9 +58,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     source.add_argument("--schema", help="schema JSON declaring categories and numeric bins")
     parser.add_argument("--epsilon", type=float, required=True, help="total privacy budget")
     parser.add_argument("--out", required=True, help="output CSV of synthetic records")
-    parser.add_argument("--workload", default="marginals:3", help=WORKLOAD_HELP)
-    parser.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS,
-                        help=f"MWEM rounds T (default {DEFAULT_ROUNDS})")
+    parser.add_argument("--workload", default=None, help=WORKLOAD_HELP)
+    parser.add_argument("--rounds", type=int, default=None,
+                        help="MWEM rounds T (default: chosen from epsilon, the workload and the "
+                             "noisy record count, at most the number of candidate groups and "
+                             f"{MAX_DEFAULT_ROUNDS}; see docs/mwem.md). A --rounds above the "
+                             "number of candidate groups is an error")
     parser.add_argument("--reuse-passes", type=int, default=20,
                         help="MW passes over all measurements per round (default 20)")
     parser.add_argument("--init", choices=["uniform", "noisy-histogram"], default="uniform")
@@ -58,7 +78,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "(exact), or an approximate one (refused: no privacy guarantee); "
                              "default: the workload's own exact oracle")
     parser.add_argument("--rows", type=int, default=None,
-                        help="number of synthetic records (default: the noisy record count)")
+                        help="number of synthetic records (default: the noisy record count, "
+                             "at least 1); written in blocks, checked against the free disk "
+                             "space")
     parser.add_argument("--seed", type=int, default=None,
                         help="seed for reproducible runs, for tests only: anyone who knows it can "
                              "remove the noise, so a seeded run is NOT private (default: OS "
@@ -116,32 +138,35 @@ def _load(args: argparse.Namespace) -> tuple[Dataset, object]:
 def _check_numbers(args: argparse.Namespace) -> None:
     if args.rows is not None and args.rows < 1:
         raise CLIError(f"--rows must be >= 1, got {args.rows}")
+    if args.rounds is not None and args.rounds < 1:
+        raise CLIError(f"--rounds must be >= 1, got {args.rounds}")
     if args.seed is not None and args.seed < 0:
         raise CLIError("--seed must be a non-negative integer")
 
 
-def _check_rows(rows: int | None, domain: Domain) -> None:
-    """Refuse a --rows whose records cannot fit in the memory this machine has free."""
-    if rows is None:
-        return
-    # Sampling holds the shuffled cells and about three int64 copies of each attribute's codes.
-    per_row = 8 * (3 * len(domain) + 2)
-    free = available_memory()
-    limit = free // per_row
+def _row_bytes(domain: Domain, schema: object) -> int:
+    """An upper bound on the bytes of one CSV row of synthetic records (public: the domain)."""
+    if schema is None:  # integer codes
+        return sum(len(str(n - 1)) + 1 for n in domain.shape)
+    size = max(domain.shape)
+    codes = pd.DataFrame({a: np.arange(size) % n for a, n in zip(domain.attributes, domain.shape)})
+    frame = schema.decode(codes)  # type: ignore[attr-defined]
+    widths = []
+    for column in frame.columns:
+        text = frame[column].astype(str)
+        # a quoted field doubles its quotes and adds two
+        widths.append(int((text.str.len() + text.str.count('"')).max()) + 2)
+    return sum(widths) + len(widths)  # separators and the newline
+
+
+def _check_disk(rows: int, row_bytes: int, args: argparse.Namespace, what: str) -> None:
+    """Refuse ``rows`` records that would not fit in the free space where --out is written."""
+    free = free_disk_bytes(args.out)
+    limit = free // row_bytes
     if rows > limit:
-        raise CLIError(f"--rows {rows} needs about {_bytes(rows * per_row)} of memory for the "
-                       f"records; this machine has {_bytes(free)} free, enough for at most "
-                       f"{limit:,} rows")
-
-
-def available_memory() -> int:
-    """Bytes of memory available to this process now (MemAvailable, else physical memory)."""
-    with contextlib.suppress(OSError, ValueError):
-        with open("/proc/meminfo", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        raise CLIError(f"{what} needs about {_bytes(rows * row_bytes)} of disk for --out; "
+                       f"{os.path.dirname(os.path.abspath(args.out))!r} has {_bytes(free)} "
+                       f"free, enough for at most {limit:,} rows")
 
 
 def _bytes(n: int) -> str:
@@ -156,47 +181,103 @@ def _bytes(n: int) -> str:
 def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     _check_numbers(args)
-    config = MWEMConfig(epsilon=args.epsilon, rounds=args.rounds, reuse_passes=args.reuse_passes,
-                        init=args.init, output=args.output, selection=args.selection,
-                        index=args.index)
+    MWEMConfig(epsilon=args.epsilon, rounds=args.rounds or 1, **_options(args))  # fail early
     _check_sources(args)
     check_paths({"--out": args.out, "--report": args.report}, _inputs(args))
     dataset, schema = _load(args)
-    _check_rows(args.rows, dataset.domain)
-    workload = parse_workload(args.workload, dataset.domain, seed=args.seed)
+    spec = default_workload_spec(dataset.domain) if args.workload is None else args.workload
+    workload = parse_workload(spec, dataset.domain, seed=args.seed)
+    row_bytes = _row_bytes(dataset.domain, schema)
+    if args.rows is not None:
+        _check_disk(args.rows, row_bytes, args, f"--rows {args.rows}")
     show_progress = sys.stderr.isatty() if args.progress is None else args.progress
 
-    accountant = Accountant(epsilon=args.epsilon)
-    result = mwem(dataset, workload, rng=args.seed, accountant=accountant, schema=schema,
-                  progress=show_progress, **_options(config))
+    def before_rounds(total: float) -> None:
+        # The count is released (and charged) by now: its rows are checked before MWEM's charge.
+        if args.rows is None:
+            _check_disk(_rows(total), row_bytes, args,
+                        f"the noisy record count ({_rows(total):,} rows; the count's share of "
+                        "epsilon is spent, nothing else; give --rows)")
+
+    result, choices = mwem_auto(
+        dataset, workload, epsilon=args.epsilon, rounds=args.rounds, rng=args.seed,
+        accountant=Accountant(epsilon=args.epsilon), schema=schema, progress=show_progress,
+        before_rounds=before_rounds, **_options(args))
     if args.seed is not None:
         warn_seeded("synth", '; the report says "private": false' if args.report else "")
-    records = result.sample(args.rows, rng=None if args.seed is None else args.seed + 1)
+    rows = _rows(result.total) if args.rows is None else args.rows
+    if args.rows is None:
+        _warn_if_noisy_count(result.total, choices)
+    blocks = result.sample_chunks(rows, rng=None if args.seed is None else args.seed + 1)
+    if show_progress:
+        blocks = _with_progress(blocks, rows)
 
     evaluation = _evaluate(dataset, result.histogram, workload) if args.evaluate else None
     with staged_outputs() as outputs:
-        outputs.write_csv(records, args.out, "--out")
+        outputs.write_csv_blocks(blocks, args.out, "--out")
         if args.report:
-            outputs.write_json(_report(args, result, len(records), evaluation), args.report,
-                               "--report")
+            outputs.write_json(_report(args, spec, result, choices, rows, evaluation),
+                               args.report, "--report")
     elapsed = time.perf_counter() - started
-    print(f"wrote {len(records)} synthetic records to {args.out} "
-          f"(epsilon={args.epsilon}, {args.rounds} rounds, {elapsed:.1f} s)", file=sys.stderr)
+    if result.updates_skipped:
+        print(f"fastmwem synth: note: the first measurement lay within its noise of the "
+              f"{args.init} start, so nothing in the data was detectable at this epsilon: the "
+              "output is that start, not fitted to the data", file=sys.stderr)
+    print(f"wrote {rows} synthetic records to {args.out} (epsilon={args.epsilon}, workload "
+          f"{spec} ({_chosen(args.workload)}), {choices.rounds} round{'s' * (choices.rounds != 1)} "
+          f"({_chosen(args.rounds)})"
+          f", {elapsed:.1f} s)", file=sys.stderr)
     if evaluation is not None:
         print("NOT PRIVATE evaluation against the real data: "
               + ", ".join(f"{k}={v:.4g}" for k, v in evaluation.items()), file=sys.stderr)
     return 0
 
 
-def _report(args: argparse.Namespace, result: MWEMResult, rows: int,
-            evaluation: dict[str, float] | None) -> dict[str, object]:
+def _rows(total: float) -> int:
+    """The default row count: the noisy record count, rounded, at least 1."""
+    return max(1, int(round(total)))
+
+
+def _chosen(value: object) -> str:
+    return "default" if value is None else "given"
+
+
+def _warn_if_noisy_count(total: float, choices: MWEMChoices) -> None:
+    """Warn when the record count that sets the default row count is mostly noise."""
+    if not choices.count_epsilon:
+        return
+    scale = 1.0 / choices.count_epsilon
+    if scale > _NOISY_COUNT_SHARE * total:
+        print_warning("synth", f"the noisy record count ({_rows(total):,}, at least 1) has "
+                               f"Laplace noise of scale {scale:.3g}, so the number of rows "
+                               "written says little about the real table; choose it with --rows",
+                      "UserWarning")
+
+
+def _with_progress(blocks: Iterator[pd.DataFrame], rows: int) -> Iterator[pd.DataFrame]:
+    from tqdm import tqdm
+
+    with tqdm(total=rows, desc="writing", unit="row", leave=False) as bar:
+        for block in blocks:
+            yield block
+            bar.update(len(block))
+
+
+def _report(args: argparse.Namespace, spec: str, result: MWEMResult, choices: MWEMChoices,
+            rows: int, evaluation: dict[str, float] | None) -> dict[str, object]:
     """The run's report; it never holds the seed (only whether there was one)."""
     report = result.report()
     report["command"] = {
         "input": "bundled:nltcs" if args.demo else os.path.basename(args.input),
-        "workload": args.workload,
-        "rounds": args.rounds,
+        "workload": spec,
+        "workload_chosen": _chosen(args.workload),
+        "rounds": choices.rounds,
+        "rounds_chosen": _chosen(args.rounds),
+        "rounds_ceiling": choices.rounds_ceiling,
+        "noise_test": choices.noise_test,
         "rows_written": rows,
+        "rows_chosen": _chosen(args.rows),
+        **_options(args),
     }
     if evaluation is not None:
         report["private"] = False
@@ -205,16 +286,10 @@ def _report(args: argparse.Namespace, result: MWEMResult, rows: int,
     return report
 
 
-def _options(config: MWEMConfig) -> dict[str, object]:
-    return {
-        "epsilon": config.epsilon,
-        "rounds": config.rounds,
-        "reuse_passes": config.reuse_passes,
-        "init": config.init,
-        "output": config.output,
-        "selection": config.selection,
-        "index": config.index,
-    }
+def _options(args: argparse.Namespace) -> dict[str, object]:
+    """The MWEM options given on the command line (or their defaults)."""
+    return {"reuse_passes": args.reuse_passes, "init": args.init, "output": args.output,
+            "selection": args.selection, "index": args.index}
 
 
 def _evaluate(dataset: Dataset, synthetic: object, workload: LinearWorkload) -> dict[str, float]:

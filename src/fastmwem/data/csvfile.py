@@ -132,7 +132,8 @@ def _parse(path: str, text: bool, names: list[int] | None) -> pd.DataFrame:
         )
 
 
-def write_csv(frame: pd.DataFrame, file: str | os.PathLike[str] | IO[str]) -> None:
+def write_csv(frame: pd.DataFrame, file: str | os.PathLike[str] | IO[str], *,
+              header: bool = True) -> None:
     """Write ``frame`` (header, no index) so that :func:`read_csv_columns` reads it back exactly.
 
     Warns with :class:`~fastmwem.data.SpreadsheetFormulaWarning` (once, naming the columns, not
@@ -144,6 +145,7 @@ def write_csv(frame: pd.DataFrame, file: str | os.PathLike[str] | IO[str]) -> No
     Args:
         frame: the table; column labels must be strings.
         file: a path or an open text stream (opened with ``newline=""`` for exact bytes).
+        header: write the header line (``False`` appends rows to a file already started).
     """
     check_frame(frame, "frame")
     texts = {c: _distinct_text(frame[c]) for c in frame.columns}
@@ -161,7 +163,7 @@ def write_csv(frame: pd.DataFrame, file: str | os.PathLike[str] | IO[str]) -> No
     quote_all = quote_all or any(
         _needs_quotes(v) for c in frame.columns for v in (c, *texts[c])
     )
-    frame.to_csv(file, index=False, lineterminator="\n",
+    frame.to_csv(file, index=False, header=header, lineterminator="\n",
                  quoting=csv.QUOTE_NONNUMERIC if quote_all else csv.QUOTE_MINIMAL)
 
 

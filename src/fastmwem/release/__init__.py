@@ -1,6 +1,7 @@
 """Release algorithms: MWEM (classic and fast), offline private multiplicative weights, and the
 multiplicative-weights state they share."""
 
+from fastmwem.release.defaults import mwem_auto
 from fastmwem.release.mwem import MWEMConfig, mwem, mwem_privacy_plan
 from fastmwem.release.pmw_offline import PMWConfig, pmw, pmw_privacy_plan
 from fastmwem.release.resources import MWEMResources, mwem_resources
@@ -14,5 +15,6 @@ from fastmwem.release.selection import (
 from fastmwem.release.state import MWState
 
 __all__ = ["mwem", "MWEMConfig", "MWEMResult", "RoundRecord", "MWState", "mwem_privacy_plan",
-           "mwem_resources", "MWEMResources", "pmw", "PMWConfig", "pmw_privacy_plan",
-           "RoundSelection", "ScanSelection", "LazySelection", "register_selection"]
+           "mwem_resources", "MWEMResources", "mwem_auto", "pmw", "PMWConfig",
+           "pmw_privacy_plan", "RoundSelection", "ScanSelection", "LazySelection",
+           "register_selection"]

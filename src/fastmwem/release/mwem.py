@@ -29,6 +29,7 @@ from fastmwem.mechanisms.laplace import Laplace
 from fastmwem.mechanisms.seeding import warn_if_seeded
 from fastmwem.random import make_rng
 from fastmwem.release._setup import MWEMSetup, prepare
+from fastmwem.release.noise import synthetic_answers, within_noise
 from fastmwem.release.resources import mwem_resources
 from fastmwem.release.result import MWEMResult, RoundRecord
 from fastmwem.release.selection import RoundSelection, resolve_selection
@@ -85,6 +86,11 @@ class MWEMConfig:
         total: a *public* record count, if the data owner publishes one (at most 2**53);
             ``None`` spends ``count_fraction`` of epsilon on a Laplace count.
         count_fraction: share of epsilon spent on the noisy record count when ``total`` is None.
+        noise_test: ``None`` (the default) or a significance level in (0, 1): if the first
+            round's measurement lies within its Laplace noise of the starting distribution's
+            answers at that level (:func:`~fastmwem.release.noise.within_noise`), no update is
+            made in any round and the output is the start. Post-processing: it reads only the
+            noisy measurement and the synthetic distribution, so it costs no privacy.
 
     Each step's share of epsilon must leave a finite noise scale: a tiny epsilon spread over many
     rounds is refused here, with the share named, rather than failing after the charge.
@@ -106,6 +112,7 @@ class MWEMConfig:
     top_k: int | None = None
     total: int | None = None
     count_fraction: float = 0.01
+    noise_test: float | None = None
 
     def __post_init__(self) -> None:
         check_epsilon(self.epsilon)
@@ -121,6 +128,8 @@ class MWEMConfig:
         check_probability(self.init_fraction, "init_fraction")
         check_probability(self.init_uniform_mix, "init_uniform_mix")
         check_probability(self.count_fraction, "count_fraction")
+        if self.noise_test is not None:
+            check_probability(self.noise_test, "noise_test")
         if not isinstance(self.exclude_measured, bool):
             raise TypeError("exclude_measured must be a bool")
         if self.cell_penalty is not None:
@@ -344,12 +353,19 @@ class _Measurement:
 
 @dataclass
 class _Run:
-    """The mutable part of a run: the state, its measurements, and a scratch histogram."""
+    """The mutable part of a run: the state, its measurements, and a scratch histogram.
+
+    ``noise_test`` is the significance level of the test on the first measurement, until that
+    test has run; ``updating`` turns false if it found the measurement within its noise.
+    """
 
     state: MWState
     setup: MWEMSetup
     measurements: list[_Measurement] = field(default_factory=list)
     snapshot: np.ndarray | None = None
+    noise_test: float | None = None
+    measure_epsilon: float = 0.0
+    updating: bool = True
 
 
 def _start(dataset: object, domain: Domain, config: MWEMConfig,
@@ -380,7 +396,7 @@ def _run(dataset: object, workload: LinearWorkload, domain: Domain, config: MWEM
         sensitivities=setup.sensitivities, penalties=setup.penalties)
     del true_hist  # the chooser keeps what its rounds need (all answers, or the histogram)
 
-    run = _Run(state, setup)
+    run = _Run(state, setup, noise_test=config.noise_test, measure_epsilon=split["measure"])
     available = setup.candidates.copy()
     trace: list[RoundRecord] = []
     iterates = np.zeros(domain.size) if config.output == "average" else None
@@ -424,10 +440,18 @@ def _run(dataset: object, workload: LinearWorkload, domain: Domain, config: MWEM
         privacy=accountant.spent(),
         trace=tuple(trace),
         schema=schema,
+        updates_skipped=not run.updating,
     )
 
 
 def _update(run: _Run, workload: LinearWorkload, measurement: _Measurement) -> None:
+    if run.noise_test is not None:  # the first measurement decides whether any update is made
+        scale = float(run.setup.sensitivities[measurement.group]) / run.measure_epsilon
+        synthetic = synthetic_answers(run.state, workload, measurement.queries, run.setup.offsets)
+        run.updating = not within_noise(measurement.values, synthetic, scale, run.noise_test)
+        run.noise_test = None
+    if not run.updating:
+        return
     if run.setup.group_mode:
         run.state.update_group(workload, measurement.group, measurement.values)
     else:

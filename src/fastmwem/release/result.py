@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -13,7 +14,10 @@ from fastmwem.data.domain import Domain
 from fastmwem.random import make_rng
 from fastmwem.workloads.base import LinearWorkload
 
-__all__ = ["MWEMResult", "RoundRecord", "sample_records"]
+__all__ = ["MWEMResult", "RoundRecord", "sample_records", "CHUNK_ROWS"]
+
+#: Records drawn at a time by :meth:`MWEMResult.sample_chunks`.
+CHUNK_ROWS = 10**6
 
 
 @dataclass(frozen=True)
@@ -56,6 +60,8 @@ class MWEMResult:
         schema: the public Schema that decodes sampled records, if one was given.
         seeded: whether the run drew its noise from an integer seed; anyone who knows the seed
             can remove the noise, so such a result is not private (its report says so).
+        updates_skipped: whether the first measurement lay within its noise of the start
+            (``MWEMConfig.noise_test``), so that no update was made and the output is the start.
     """
 
     domain: Domain
@@ -70,6 +76,7 @@ class MWEMResult:
     trace: tuple[RoundRecord, ...]
     schema: object = None
     seeded: bool = False
+    updates_skipped: bool = False
 
     @property
     def distribution(self) -> np.ndarray:
@@ -94,10 +101,44 @@ class MWEMResult:
             ResourceLimitError: (a ``ValueError``) the records would not fit in memory; checked
                 before anything is drawn.
         """
-        count = max(1, int(round(self.total))) if n is None else check_int(n, "n", minimum=0)
+        count = self._count(n)
+        self._check_memory(count)
+        return self._draw(count, make_rng(rng), decode)
+
+    def sample_chunks(self, n: int | None = None, *, rng: object = None, decode: bool = True,
+                      chunk_rows: int | None = None) -> Iterator[pd.DataFrame]:
+        """Draw ``n`` synthetic records (default: the rounded record count) in blocks.
+
+        Each block of at most ``chunk_rows`` records is drawn independently from the synthetic
+        distribution, so the blocks together are ``n`` independent draws, as from
+        :meth:`sample`, while memory holds one block at a time: any ``n`` can be streamed to a
+        file. ``chunk_rows`` defaults to :data:`CHUNK_ROWS`. Arguments and memory are checked
+        here, before the first block is drawn.
+        """
+        count = self._count(n)
+        chunk_rows = CHUNK_ROWS if chunk_rows is None else chunk_rows
+        size = min(count, check_int(chunk_rows, "chunk_rows", minimum=1))
+        self._check_memory(size)
+        return self._blocks(count, size, make_rng(rng), decode)
+
+    def _blocks(self, count: int, size: int, generator: np.random.Generator,
+                decode: bool) -> Iterator[pd.DataFrame]:
+        done = 0
+        while True:
+            block = min(size, count - done)
+            yield self._draw(block, generator, decode)
+            done += block
+            if done >= count:
+                return
+
+    def _count(self, n: int | None) -> int:
+        return max(1, int(round(self.total))) if n is None else check_int(n, "n", minimum=0)
+
+    def _check_memory(self, count: int) -> None:
         # Cell indices (drawn, shuffled) and one int64 column per attribute, plus a copy.
         check_memory(count * (16 + 24 * len(self.domain)), f"sampling {count} records")
-        generator = make_rng(rng)
+
+    def _draw(self, count: int, generator: np.random.Generator, decode: bool) -> pd.DataFrame:
         frame = sample_records(self.histogram, self.domain, count, generator)
         if decode and self.schema is not None:
             return self.schema.decode(frame)
@@ -116,6 +157,7 @@ class MWEMResult:
             "privacy": {"spent": repr(self.privacy), "ledger": ledger_records(self.ledger)},
             "domain": self.domain.to_dict(),
             "record_count": self.total,
+            "updates_skipped": self.updates_skipped,
             "rounds": [
                 {
                     "round": r.round,

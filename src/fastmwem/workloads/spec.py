@@ -21,7 +21,7 @@ WORKLOAD_HELP = (
     "3-way); ranges:N[:A,B] (N random range queries over attributes A,B; default all); "
     "intervals:A (all intervals of the ordered attribute A); "
     "parities:K (all parities of at most K binary attributes); counting:N (N random counting "
-    "queries). Default marginals:3"
+    "queries). Default marginals:3, or marginals:K on a table of K < 3 columns"
 )
 
 

@@ -1,0 +1,251 @@
+"""Defaults that adapt to the table: the workload order and the number of MWEM rounds.
+
+Every choice uses public information (the domain, the workload, epsilon) and the noisy record
+count, which is itself a private output: :func:`mwem_auto` measures the count first, charges
+it, and chooses the rounds from it; MWEM then charges its own plan. That is adaptive basic
+composition, and the total never exceeds ``epsilon``.
+
+The rounds rule. A round measures a group of ``C`` queries (the cells of a marginal) with
+Laplace noise of scale ``Delta * 2T / eps_r`` on each, where ``eps_r`` is the budget left for
+the ``T`` rounds and ``Delta`` the group's sensitivity, so the expected L1 norm of the noise is
+``C * Delta * 2T / eps_r``; the ``n`` records themselves move the group's answers by ``n * Delta``
+in L1. The default ``T`` is the largest number of rounds (at most ``MAX_DEFAULT_ROUNDS`` and the
+number of candidate groups, at least 1) for which the ratio ``2 T C / (eps_r n)`` is at most
+``NOISE_SHARE``, with ``C`` the mean group size: with few records per cell, fewer and more
+accurate measurements. Default runs also test the first measurement (``noise_test``, see
+:mod:`fastmwem.release.noise`): if it lies within its noise of the uniform start, the output
+stays uniform.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+from fastmwem._validation import check_int, check_probability
+from fastmwem.accounting import Accountant, BudgetExceededError, PureDP, exact
+from fastmwem.data.domain import Domain
+from fastmwem.mechanisms.laplace import Laplace
+from fastmwem.mechanisms.seeding import warn_if_seeded
+from fastmwem.random import make_rng
+from fastmwem.release._setup import prepare
+from fastmwem.release.mwem import MWEMConfig, mwem, mwem_privacy_plan
+from fastmwem.release.result import MWEMResult
+from fastmwem.release.state import MAX_RECORDS
+from fastmwem.workloads.base import LinearWorkload
+
+__all__ = ["mwem_auto", "MWEMChoices", "default_workload_spec", "default_rounds",
+           "DEFAULT_ORDER", "MAX_DEFAULT_ROUNDS", "NOISE_SHARE", "NOISE_TEST_ALPHA"]
+
+#: Order of the default workload's marginals (fewer on a table with fewer columns).
+DEFAULT_ORDER = 3
+#: Most rounds the default rule chooses.
+MAX_DEFAULT_ROUNDS = 25
+#: Largest expected L1 norm of one measurement's noise, as a share of the records' own L1
+#: contribution to the measured group (see the module docstring). Chosen on 16 settings of 12
+#: small tables (uniform and correlated, 200 to 5,000 records) and NLTCS, 3 seeds each
+#: (docs/mwem.md).
+NOISE_SHARE = 0.3
+#: Significance level of the first-round noise test of default runs.
+NOISE_TEST_ALPHA = 0.01
+
+
+def default_workload_spec(domain: Domain) -> str:
+    """``marginals:K`` with ``K = min(3, number of attributes)``.
+
+    >>> default_workload_spec(Domain(["a", "b"], [2, 3]))
+    'marginals:2'
+    """
+    return f"marginals:{min(DEFAULT_ORDER, len(domain))}"
+
+
+def default_rounds(*, ceiling: int, cells: float, epsilon_rounds: float, records: float) -> int:
+    """The rounds rule: ``min(ceiling, max(1, floor(NOISE_SHARE * eps_r * n / (2 C))))``.
+
+    Args:
+        ceiling: most rounds allowed (``MAX_DEFAULT_ROUNDS`` and the number of candidates).
+        cells: mean number of queries in one measurement (``C``).
+        epsilon_rounds: the budget of all rounds together (``eps_r``).
+        records: the (noisy or public) record count (``n``).
+
+    >>> default_rounds(ceiling=25, cells=8, epsilon_rounds=0.99, records=21574)
+    25
+    >>> default_rounds(ceiling=25, cells=8, epsilon_rounds=0.99, records=500)
+    9
+    """
+    bound = NOISE_SHARE * float(epsilon_rounds) * float(records) / (2.0 * float(cells))
+    return int(min(ceiling, max(1, math.floor(bound))))
+
+
+@dataclass(frozen=True)
+class MWEMChoices:
+    """What :func:`mwem_auto` chose, for the run's report (all public or already released).
+
+    Attributes:
+        rounds: the number of rounds run.
+        rounds_default: whether the rounds came from the default rule (else from the caller).
+        rounds_ceiling: the most rounds the rule could choose.
+        noise_test: the significance level of the first-round noise test, or None.
+        count_epsilon: the budget spent on the record count (0 if the count was public).
+    """
+
+    rounds: int
+    rounds_default: bool
+    rounds_ceiling: int
+    noise_test: float | None
+    count_epsilon: float
+
+
+def mwem_auto(
+    dataset: object,
+    workload: LinearWorkload,
+    *,
+    epsilon: float,
+    rounds: int | None = None,
+    rng: object = None,
+    accountant: Accountant | None = None,
+    count_fraction: float = 0.01,
+    before_rounds: Callable[[float], None] | None = None,
+    **options: object,
+) -> tuple[MWEMResult, MWEMChoices]:
+    """MWEM with its record count measured first, so that the default rounds can adapt to it.
+
+    Privacy: ``epsilon``-DP (pure) under add/remove-one-record neighbours: a Laplace count
+    (sensitivity 1) at ``count_fraction * epsilon``, then :func:`~fastmwem.release.mwem` with
+    the rest and the noisy count as its ``total`` (post-processing of a released value). The
+    rounds depend only on public input and the released count.
+
+    Everything MWEM checks before its charge is checked here before the count is charged, with
+    the most rounds the rule can choose (so fewer rounds cannot fail either), and so is the
+    accountant's room for the count and the whole MWEM plan.
+
+    Args:
+        dataset: a :class:`fastmwem.data.Dataset`.
+        workload: linear queries over the dataset's domain.
+        epsilon: total privacy budget.
+        rounds: ``None`` for the default rule (see the module docstring; it also sets
+            ``noise_test=NOISE_TEST_ALPHA`` unless given), or a number of rounds, refused if it
+            exceeds the candidate groups.
+        rng: ``None``, a Generator, or an integer seed for tests (warns, and the result says it
+            is not private).
+        accountant: accountant to charge (a fresh ``Accountant(epsilon=epsilon)`` if None).
+        count_fraction: share of ``epsilon`` spent on the record count (unless ``total=`` is
+            given in ``options``: then the count is public and nothing is spent on it).
+        before_rounds: called with the record count after it is released and before MWEM's
+            charge (the CLI checks there that the records fit on disk).
+        **options: the other keyword arguments of :func:`~fastmwem.release.mwem`.
+
+    Returns:
+        The MWEM result and what was chosen.
+    """
+    accountant = Accountant(epsilon=epsilon) if accountant is None else accountant
+    if not isinstance(accountant, Accountant):
+        raise TypeError(f"accountant must be an Accountant, got {type(accountant).__name__}")
+    by_rule = rounds is None
+    if not by_rule:
+        check_int(rounds, "rounds", minimum=1)
+    elif options.get("noise_test") is None:
+        options["noise_test"] = NOISE_TEST_ALPHA
+    run_options = {k: options.pop(k) for k in _RUN_OPTIONS if k in options}
+    public_total = options.pop("total", None)
+    count_epsilon, rest = _split(epsilon, count_fraction, public_total is not None)
+    count = Laplace(epsilon=count_epsilon) if count_epsilon else None  # checks its noise scale
+    generator = make_rng(rng)
+    config = {**options, "epsilon": rest, "total": 1 if public_total is None else public_total}
+
+    def check(t: int) -> None:
+        _dry_run(dataset, workload, generator, {**config, "rounds": t}, run_options)
+        _check_room(accountant, count_epsilon, workload, MWEMConfig(**config, rounds=t))
+
+    check(1 if by_rule else rounds)
+    setup = prepare(MWEMConfig(**config, rounds=1), workload)
+    ceiling = min(MAX_DEFAULT_ROUNDS, setup.n_candidates) if by_rule else rounds
+    if ceiling > 1:
+        check(ceiling)
+    seeded = warn_if_seeded(rng, "mwem", stacklevel=2)
+
+    if count is None:
+        total = public_total
+    else:
+        accountant.compose(PureDP(Fraction(count_epsilon)), label="record count (Laplace)")
+        noisy = count.release(_records(dataset), rng=generator)
+        total = int(round(min(max(noisy, 1.0), MAX_RECORDS)))  # clipping is post-processing
+    if by_rule:
+        sizes = np.diff(setup.offsets)[setup.candidates] if setup.group_mode else np.ones(1)
+        rounds = default_rounds(ceiling=ceiling, cells=float(sizes.mean()), epsilon_rounds=rest,
+                                records=float(total))
+    if before_rounds is not None:
+        before_rounds(float(total))
+    result = mwem(dataset, workload, rounds=rounds, rng=generator, accountant=accountant,
+                  **{**config, "total": total}, **run_options)
+    if seeded:
+        result = dataclasses.replace(result, seeded=True)
+    choices = MWEMChoices(rounds=int(rounds), rounds_default=by_rule, rounds_ceiling=ceiling,
+                          noise_test=options.get("noise_test"), count_epsilon=count_epsilon)
+    return result, choices
+
+
+# Keyword arguments of mwem() that are not MWEMConfig fields.
+_RUN_OPTIONS = ("schema", "progress", "memory_limit")
+
+
+def _split(epsilon: float, count_fraction: float, public: bool) -> tuple[float, float]:
+    """The count's and the rounds' shares of epsilon, floats that add up to at most epsilon.
+
+    The count is charged at the exact value of its float; ``mwem`` reads its float ``epsilon``
+    as the shortest decimal that prints it (as the accountant does), which may exceed the float
+    by less than one unit in the last place, so the rounds' share steps down until it fits.
+    """
+    total = exact(epsilon, "epsilon")
+    count = 0.0
+    if not public:
+        check_probability(count_fraction, "count_fraction")
+        count = _below(total * exact(count_fraction, "count_fraction"))
+    left = total - Fraction(count)
+    rest = _below(left)
+    while rest > 0 and exact(rest, "epsilon") > left:
+        rest = math.nextafter(rest, 0.0)
+    return count, rest
+
+
+def _below(value: Fraction) -> float:
+    """The largest float that is <= ``value``."""
+    out = float(value)
+    return math.nextafter(out, 0.0) if Fraction(out) > value else out
+
+
+def _records(dataset: object) -> int:
+    return len(dataset) if hasattr(dataset, "__len__") else int(dataset.histogram().sum())
+
+
+def _dry_run(dataset: object, workload: LinearWorkload, generator: np.random.Generator,
+             config: dict[str, object], run_options: dict[str, object]) -> None:
+    """Run every check ``mwem`` makes before its charge, without spending or computing anything.
+
+    ``mwem`` charges its whole plan before it reads the data, and a refused charge spends
+    nothing; an accountant with nothing left refuses any plan, so the run stops there.
+    """
+    spent = Accountant(epsilon=config["epsilon"])
+    spent.compose(spent.remaining(), label="dry run")
+    try:
+        mwem(dataset, workload, rng=generator, accountant=spent,
+             **{**run_options, **config, "progress": False})
+    except BudgetExceededError:
+        return
+    raise RuntimeError("mwem ran with an exhausted accountant")  # pragma: no cover
+
+
+def _check_room(accountant: Accountant, count_epsilon: float, workload: LinearWorkload,
+                config: MWEMConfig) -> None:
+    """Refuse, before the count is charged, an accountant without room for the count and MWEM."""
+    trial = copy.deepcopy(accountant)
+    plan = mwem_privacy_plan(config, workload)
+    if count_epsilon:
+        plan.insert(0, (PureDP(Fraction(count_epsilon)), "record count (Laplace)"))
+    trial.compose_all(plan)

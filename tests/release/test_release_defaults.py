@@ -1,0 +1,166 @@
+"""Defaults that adapt to the table: the rounds rule, mwem_auto's charging and checks, quality."""
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from fastmwem.accounting import Accountant, BoundedRange, BudgetExceededError, PureDP
+from fastmwem.data import Dataset, Domain
+from fastmwem.datasets import load_nltcs
+from fastmwem.evaluation import workload_error
+from fastmwem.release.defaults import (
+    MAX_DEFAULT_ROUNDS,
+    NOISE_TEST_ALPHA,
+    default_rounds,
+    default_workload_spec,
+    mwem_auto,
+)
+from fastmwem.workloads import Marginals
+
+
+def table(sizes, n, seed=0):
+    rng = np.random.default_rng(seed)
+    domain = Domain([f"c{i}" for i in range(len(sizes))], sizes)
+    return Dataset(np.column_stack([rng.integers(0, s, n) for s in sizes]), domain)
+
+
+class RecordingDataset:
+    """A dataset stand-in that records the ledger's length whenever it is read."""
+
+    def __init__(self, dataset, accountant):
+        self.domain = dataset.domain
+        self._dataset = dataset
+        self._accountant = accountant
+        self.ledger_at_reads = []
+
+    def histogram(self):
+        self.ledger_at_reads.append(len(self._accountant.ledger))
+        return self._dataset.histogram()
+
+
+@pytest.mark.parametrize("columns, spec", [(1, "marginals:1"), (2, "marginals:2"),
+                                           (3, "marginals:3"), (9, "marginals:3")])
+def test_default_workload_order(columns, spec):
+    assert default_workload_spec(Domain([f"a{i}" for i in range(columns)], [2] * columns)) == spec
+
+
+def test_rounds_rule():
+    # 2 T C / (eps_r n) <= 0.3, at least 1 and at most the ceiling.
+    assert default_rounds(ceiling=25, cells=8, epsilon_rounds=0.99, records=21_574) == 25
+    assert default_rounds(ceiling=25, cells=8, epsilon_rounds=0.099, records=21_574) == 25
+    assert default_rounds(ceiling=25, cells=8, epsilon_rounds=0.99, records=500) == 9
+    assert default_rounds(ceiling=25, cells=8, epsilon_rounds=0.99, records=1) == 1
+    assert default_rounds(ceiling=4, cells=8, epsilon_rounds=100.0, records=10**6) == 4
+    for t in range(1, 30):
+        records = 2 * t * 8 / (0.3 * 0.5)
+        assert default_rounds(ceiling=99, cells=8, epsilon_rounds=0.5, records=records) == t
+
+
+def test_count_is_charged_first_then_the_plan_and_all_within_epsilon():
+    ds = table([2, 3, 2, 2], 3000)
+    w = Marginals.all_kway(ds.domain, 2)
+    acc = Accountant(epsilon=0.7)
+    spy = RecordingDataset(ds, acc)
+    result, choices = mwem_auto(spy, w, epsilon=0.7, accountant=acc, rng=np.random.default_rng(1))
+    # read once for the count (after its charge), once by MWEM (after the whole plan)
+    assert spy.ledger_at_reads == [1, 1 + 2 * choices.rounds]
+    assert result.ledger[0].label == "record count (Laplace)"
+    assert [type(e.event) for e in result.ledger[1:]] == [BoundedRange, PureDP] * choices.rounds
+    total = sum(entry.cost[0] for entry in result.ledger)
+    assert Fraction(7, 10) - Fraction(1, 10**12) < total <= Fraction(7, 10)
+    assert choices.rounds_default and choices.noise_test == NOISE_TEST_ALPHA
+    assert choices.rounds_ceiling == min(MAX_DEFAULT_ROUNDS, w.n_groups)
+    assert result.report()["private"] is True
+
+
+def test_explicit_rounds_are_strict_and_skip_the_noise_test():
+    ds = table([2, 2, 2], 2000)
+    w = Marginals.all_kway(ds.domain, 2)
+    acc = Accountant(epsilon=1)
+    with pytest.raises(ValueError, match=r"rounds \(4\) exceeds the 3 candidate groups"):
+        mwem_auto(ds, w, epsilon=1.0, rounds=4, accountant=acc)
+    assert acc.ledger == ()
+    result, choices = mwem_auto(ds, w, epsilon=1.0, rounds=3, accountant=acc)
+    assert (choices.rounds, choices.rounds_default, choices.noise_test) == (3, False, None)
+    assert len(result.ledger) == 1 + 2 * 3
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    ({"reuse_passes": -1}, ValueError, "reuse_passes"),
+    ({"init": "zeros"}, ValueError, "init"),
+    ({"memory_limit": 1000}, ValueError, "memory"),
+    ({"count_fraction": 1.0}, ValueError, "count_fraction"),
+    ({"accountant": Accountant(epsilon=0.5)}, BudgetExceededError, "exceed"),
+    ({"epsilon": 1e-310}, ValueError, "epsilon"),
+])
+def test_everything_is_checked_before_the_count_is_charged(kwargs, error, message):
+    ds = table([2, 2, 2, 2], 1000)
+    w = Marginals.all_kway(ds.domain, 3)
+    acc = kwargs.pop("accountant", Accountant(epsilon=1))
+    spy = RecordingDataset(ds, acc)
+    with pytest.raises(error, match=message):
+        mwem_auto(spy, w, **{"epsilon": 1.0, **kwargs}, accountant=acc)
+    assert acc.ledger == () and spy.ledger_at_reads == []
+
+
+def test_a_failing_hook_stops_the_run_after_the_count_only():
+    ds = table([2, 2, 2], 1000)
+    w = Marginals.all_kway(ds.domain, 2)
+    acc = Accountant(epsilon=1)
+    seen = []
+
+    def refuse(total):
+        seen.append(total)
+        raise RuntimeError("no room")
+
+    with pytest.raises(RuntimeError, match="no room"):
+        mwem_auto(ds, w, epsilon=1.0, accountant=acc, before_rounds=refuse)
+    assert len(seen) == 1 and seen[0] >= 1
+    assert [e.label for e in acc.ledger] == ["record count (Laplace)"]
+
+
+def test_a_public_total_spends_nothing_on_the_count():
+    ds = table([2, 2, 2], 1000)
+    w = Marginals.all_kway(ds.domain, 2)
+    result, choices = mwem_auto(ds, w, epsilon=1.0, total=1000)
+    assert choices.count_epsilon == 0 and result.total == 1000
+    assert "record count" not in [e.label for e in result.ledger]
+
+
+def test_a_seed_marks_the_result_not_private():
+    ds = table([2, 2, 2], 1000)
+    w = Marginals.all_kway(ds.domain, 2)
+    with pytest.warns(UserWarning, match="integer seed"):
+        result, _ = mwem_auto(ds, w, epsilon=1.0, rng=3)
+    assert result.seeded and result.report()["private"] is False
+
+
+def mean_l1(ds, histogram, w):
+    return workload_error(ds.histogram(), histogram, w)["mean_group_l1"]
+
+
+@pytest.mark.parametrize("sizes", [[2] * 7, [2, 3, 4, 2, 3, 4, 2]])
+def test_defaults_do_no_worse_than_uniform_with_few_records_per_cell(sizes):
+    # 500 uniform records: 25 rounds at epsilon 1 scored 0.31 (binary) and 0.58 (sizes 2..4)
+    # mean 3-way marginal L1, where the uniform distribution scores 0.104 and 0.167.
+    ds = table(sizes, 500)
+    w = Marginals.all_kway(ds.domain, 3)
+    uniform = mean_l1(ds, np.ones(ds.domain.size), w)
+    scores = [mean_l1(ds, mwem_auto(ds, w, epsilon=1.0, rng=np.random.default_rng(s))[0]
+                      .histogram, w) for s in range(3)]
+    assert np.mean(scores) <= uniform + 1e-9
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("epsilon, bound", [(1.0, 0.026), (0.1, 0.13)])
+def test_defaults_keep_nltcs_quality(epsilon, bound):
+    # 25 rounds, as before the rule: mean 0.021 at epsilon 1 and 0.114 at 0.1 (3 seeds).
+    ds = load_nltcs()
+    w = Marginals.all_kway(ds.domain, 3)
+    scores = []
+    for s in range(3):
+        result, choices = mwem_auto(ds, w, epsilon=epsilon, rng=np.random.default_rng(s))
+        assert choices.rounds == 25 and not result.updates_skipped
+        scores.append(mean_l1(ds, result.histogram, w))
+    assert np.mean(scores) < bound
