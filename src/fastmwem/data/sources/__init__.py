@@ -1,0 +1,1 @@
+"""Sources of private data for releases: in memory, DuckDB, Spark (see ``open_source``)."""
