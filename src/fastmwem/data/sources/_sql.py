@@ -160,7 +160,8 @@ class _Builder:
         if self.kind == "float":
             pred = f"({self.c} IS NULL OR isnan({self.c}))"
         elif self.kind == "text" and self._numbers is not None:
-            pred = f"({self.c} IS NULL OR isnan({self.x}))"
+            # a NaN word that the engine's cast does not read (Spark: "-nan") is missing too
+            pred = f"({self.c} IS NULL OR (m{self.j} AND ({self.x} IS NULL OR isnan({self.x}))))"
         return self._check("missing", "missing (NaN/empty) values", pred)
 
     def _unsupported(self) -> ColumnPlan | None:
@@ -318,9 +319,10 @@ def problems(plans: Sequence[ColumnPlan], counts: dict[str, int],
     return out
 
 
-def inner_select(plans: Sequence[ColumnPlan], d: Dialect, source: str) -> str:
+def inner_select(plans: Sequence[ColumnPlan], d: Dialect, source: str,
+                 keep: Sequence[str] = ()) -> str:
     """``SELECT <raw columns and derived values> FROM source``: what every query reads."""
-    items = [d.ident(p.column) for p in plans]
+    items = [*keep, *(d.ident(p.column) for p in plans)]
     items += [f"{expr} AS {alias}" for p in plans for alias, expr in p.derived]
     return f"SELECT {', '.join(items)} FROM {source}"
 
@@ -334,10 +336,10 @@ def validation_query(plans: Sequence[ColumnPlan], d: Dialect, source: str) -> st
 
 
 def flags_query(checks: Sequence[Check], plans: Sequence[ColumnPlan], d: Dialect,
-                source: str) -> str:
-    """Each row's check flags, in the source's row order (for the first offending rows)."""
-    items = [f"CASE WHEN {c.predicate} THEN 1 ELSE 0 END AS {c.key}" for c in checks]
-    return f"SELECT {', '.join(items)} FROM ({inner_select(plans, d, source)}) AS t"
+                source: str, keep: Sequence[str] = ()) -> str:
+    """Each row's check flags (and the ``keep`` columns), for the first offending rows."""
+    items = [*keep, *(f"CASE WHEN {c.predicate} THEN 1 ELSE 0 END AS {c.key}" for c in checks)]
+    return f"SELECT {', '.join(items)} FROM ({inner_select(plans, d, source, keep)}) AS t"
 
 
 def marginals_query(plans: Sequence[ColumnPlan], sets: Sequence[tuple[int, ...]],
