@@ -21,6 +21,7 @@ import pandas as pd
 
 from fastmwem.cli import CLIError
 from fastmwem.data import write_csv
+from fastmwem.data.parquetfile import write_parquet
 
 __all__ = ["check_input_file", "check_paths", "read_text_file", "staged_outputs",
            "StagedOutputs"]
@@ -129,6 +130,9 @@ class StagedOutputs:
     def write_csv(self, frame: pd.DataFrame, path: str, flag: str) -> None:
         self._stage(path, flag, lambda fh: write_csv(frame, fh))
 
+    def write_parquet(self, frame: pd.DataFrame, path: str, flag: str) -> None:
+        self._stage(path, flag, lambda fh: write_parquet(frame, fh), binary=True)
+
     def write_json(self, payload: object, path: str, flag: str) -> None:
         def dump(fh: IO[str]) -> None:
             json.dump(payload, fh, indent=2, sort_keys=False)
@@ -136,7 +140,8 @@ class StagedOutputs:
 
         self._stage(path, flag, dump)
 
-    def _stage(self, path: str, flag: str, write: Callable[[IO[str]], None]) -> None:
+    def _stage(self, path: str, flag: str, write: Callable[[IO], None],
+               binary: bool = False) -> None:
         directory = os.path.dirname(os.path.abspath(path))
         try:
             fd, tmp = tempfile.mkstemp(prefix=_TMP_PREFIX, suffix=_TMP_SUFFIX, dir=directory)
@@ -145,7 +150,8 @@ class StagedOutputs:
         # Registered before writing, so that discard() removes it whatever interrupts the write.
         self._staged.append((tmp, path))
         try:
-            with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            text = {} if binary else {"encoding": "utf-8", "newline": ""}
+            with os.fdopen(fd, "wb" if binary else "w", **text) as fh:
                 write(fh)
                 fh.flush()
                 os.fsync(fh.fileno())
