@@ -86,9 +86,16 @@ class DuckDBSource(QuerySource):
         self._error = duckdb.Error
         try:
             self._con = duckdb.connect(":memory:", config=_config(memory_limit, temp, threads))
+            # no progress bar: DuckDB would print it on stdout, which is the caller's
+            self._con.execute("SET enable_progress_bar = false")
             header, kinds = self._columns()
             check_columns(header, names, mode, context)
-            self._open(kinds, domain_or_schema, context)
+            try:
+                self._open(kinds, domain_or_schema, context)
+            except _Sequential:
+                # quoted newlines in a file with short rows: only the serial reader reads it
+                self._table = _csv_table(self._path, header, parallel=False)
+                self._open(kinds, domain_or_schema, context)
         except BaseException:
             self.close()
             raise
@@ -118,6 +125,8 @@ class DuckDBSource(QuerySource):
             return work()
         except self._error as exc:
             message = str(exc)
+            if "parallel=false" in message and "parallel = false" not in self._table:
+                raise _Sequential from None
             if "unicode" in message.lower() or "utf-8" in message.lower():
                 raise not_utf8_error(self._path, self._what) from None
             if isinstance(exc, getattr(_duckdb(), "OutOfMemoryException", ())):
@@ -201,12 +210,20 @@ def _literal(text: str) -> str:
     return DUCKDB.text(text)
 
 
-def _csv_table(path: str, header: list[str]) -> str:
-    """``read_csv`` with every column as text, RFC 4180 quoting, no type sniffing."""
+class _Sequential(Exception):
+    """DuckDB's parallel CSV reader gave up on this file; read it again serially."""
+
+
+def _csv_table(path: str, header: list[str], parallel: bool = True) -> str:
+    """``read_csv`` with every column as text, RFC 4180 quoting, no type sniffing.
+
+    Short rows read as missing cells (``null_padding``), as in the in-memory reader.
+    """
     columns = ", ".join(f"{_literal(name)}: 'VARCHAR'" for name in dict.fromkeys(header))
+    serial = "" if parallel else ", parallel = false"
     return (f"read_csv({_literal(path)}, header = true, auto_detect = false, "
             f"columns = {{{columns}}}, delim = ',', quote = '\"', escape = '\"', "
-            "null_padding = true, strict_mode = true)")
+            f"null_padding = true, strict_mode = true{serial})")
 
 
 def _top_level(schema: list[tuple[object, ...]]) -> list[str]:
