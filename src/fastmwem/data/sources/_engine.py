@@ -21,7 +21,6 @@ from fastmwem.data.sources._sql import (
     ColumnPlan,
     Dialect,
     build_plans,
-    grouping_id,
     marginals_query,
     problems,
     validation_query,
@@ -30,7 +29,7 @@ from fastmwem.data.sources.base import check_attribute_sets, fill_marginal
 
 __all__ = ["QuerySource", "target_domain"]
 
-# GROUPING_ID is a 64-bit integer in both engines: group at most this many columns per query.
+# Columns one GROUPING SETS query groups at most (the engines' grouping bitmaps are 64-bit).
 _MAX_GROUPED_COLUMNS = 60
 
 
@@ -146,11 +145,12 @@ class QuerySource:
         used = sorted({j for s in sets for j in s})
         sql = marginals_query(self._plans, sets, used, self.dialect, self._source())
         cols = self._query_columns(sql)
-        g = np.asarray(cols["g"], dtype=np.int64)
         n = np.asarray(cols["n"], dtype=np.float64)
         out = {}
         for s in sets:
-            rows = g == grouping_id(s, used)
+            rows = np.ones(n.shape[0], dtype=bool)
+            for j in used:  # the rows of set s: grouped by its columns, by no others
+                rows &= np.asarray(cols[f"g{j}"]) == (0 if j in s else 1)
             shape = tuple(self.domain.shape[j] for j in s)
             out[s] = fill_marginal(shape, [np.asarray(cols[f"a{j}"])[rows] for j in s], n[rows])
         return out
@@ -170,7 +170,7 @@ class QuerySource:
 
 
 def _batches(sets: list[tuple[int, ...]]) -> Iterable[list[tuple[int, ...]]]:
-    """Consecutive runs of ``sets`` whose columns together stay within the GROUPING_ID width."""
+    """Consecutive runs of ``sets`` whose columns together stay within the grouping bitmaps."""
     batch: list[tuple[int, ...]] = []
     cols: set[int] = set()
     for s in sets:

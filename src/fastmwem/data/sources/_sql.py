@@ -346,22 +346,18 @@ def marginals_query(plans: Sequence[ColumnPlan], sets: Sequence[tuple[int, ...]]
                     used: Sequence[int], d: Dialect, source: str) -> str:
     """Counts of every set of column indices in one GROUP BY GROUPING SETS pass.
 
-    The result has a code column ``a<j>`` per column in ``used`` (0 where not grouped), ``g``
-    (GROUPING_ID over ``used``: bit set for a column not in the row's set, first column
-    highest) and ``n`` (the count).
+    The result has a code column ``a<j>`` per column in ``used`` (0 where not grouped), a
+    flag ``g<j>`` (``GROUPING(a<j>)``: 1 where the row's set does not hold column ``j``) and
+    ``n`` (the count).
     """
     coded = ", ".join(f"{plans[j].code} AS a{j}" for j in used)
     group = ", ".join(f"a{j}" for j in used)
     sets_sql = ", ".join("(" + ", ".join(f"a{j}" for j in s) + ")" for s in sets)
     keys = ", ".join(f"COALESCE(a{j}, 0) AS a{j}" for j in used)
     body = f"FROM (SELECT {coded} FROM ({inner_select(plans, d, source)}) AS t) AS u"
-    if len(sets) == 1:  # a plain GROUP BY, whatever the number of columns
-        return f"SELECT {keys}, 0 AS g, count(*) AS n {body} GROUP BY {group}"
-    return (f"SELECT {keys}, GROUPING_ID({group}) AS g, count(*) AS n {body} "
+    if len(sets) == 1:  # a plain GROUP BY
+        flags = ", ".join(f"0 AS g{j}" for j in used)
+        return f"SELECT {keys}, {flags}, count(*) AS n {body} GROUP BY {group}"
+    flags = ", ".join(f"GROUPING(a{j}) AS g{j}" for j in used)
+    return (f"SELECT {keys}, {flags}, count(*) AS n {body} "
             f"GROUP BY GROUPING SETS ({sets_sql})")
-
-
-def grouping_id(s: Sequence[int], used: Sequence[int]) -> int:
-    """The GROUPING_ID of a row grouped by ``s``, over the columns ``used``."""
-    k = len(used)
-    return sum(1 << (k - 1 - i) for i, j in enumerate(used) if j not in s)
