@@ -131,6 +131,9 @@ def main() -> None:
     parser.add_argument("--data-dir", default="/tmp/fastmwem-bench")
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--keep-data", action="store_true", help="keep the generated files")
+    parser.add_argument("--engines", default="duckdb,pandas")
+    parser.add_argument("--append", action="store_true",
+                        help="merge into the existing results (e.g. pandas at one more size)")
     args = parser.parse_args()
     sizes = [int(float(s)) for s in args.sizes.split(",")]
 
@@ -149,10 +152,12 @@ def main() -> None:
         files = {e: os.path.join(args.data_dir, f"check-{e}.npz") for e in ("duckdb", "pandas")}
         row = {"records": n, "file_mb": os.path.getsize(path) / 2**20,
                "generate_seconds": generated, "load_average": os.getloadavg()[0]}
-        row["duckdb"] = run_child("duckdb", path, files["duckdb"] if check else None)
-        if n <= args.pandas_max:
+        engines = args.engines.split(",")
+        if "duckdb" in engines:
+            row["duckdb"] = run_child("duckdb", path, files["duckdb"] if check else None)
+        if "pandas" in engines and n <= args.pandas_max:
             row["pandas"] = run_child("pandas", path, files["pandas"] if check else None)
-        if check and "pandas" in row:
+        if check and "pandas" in row and "duckdb" in row:
             row["counts_equal"] = _same(files["duckdb"], files["pandas"])
         for engine in ("duckdb", "pandas"):
             r = row.get(engine)
@@ -182,7 +187,14 @@ def _write(rows: list[dict], args: argparse.Namespace) -> None:
             "duckdb_settings": {"memory_limit": "1GB", "threads": 2},
             "seed": args.seed, "chunk": CHUNK}
     os.makedirs(RESULTS, exist_ok=True)
-    with open(os.path.join(RESULTS, "duckdb_marginals.json"), "w") as fh:
+    target = os.path.join(RESULTS, "duckdb_marginals.json")
+    if args.append and os.path.exists(target):
+        with open(target) as fh:
+            old = {r["records"]: r for r in json.load(fh)["rows"]}
+        for r in rows:  # a later run's engines fill in or replace an earlier run's
+            old[r["records"]] = {**old.get(r["records"], {}), **r}
+        rows[:] = [old[n] for n in sorted(old)]
+    with open(target, "w") as fh:
         json.dump({"meta": meta, "rows": rows}, fh, indent=1)
     _plot(rows)
 
