@@ -192,7 +192,10 @@ def _write(rows: list[dict], args: argparse.Namespace) -> None:
         with open(target) as fh:
             old = {r["records"]: r for r in json.load(fh)["rows"]}
         for r in rows:  # a later run's engines fill in or replace an earlier run's
-            old[r["records"]] = {**old.get(r["records"], {}), **r}
+            merged = old.setdefault(r["records"], r)
+            for engine in ("duckdb", "pandas"):
+                if engine in r and merged is not r:
+                    merged[engine] = {**r[engine], "load_average": r["load_average"]}
         rows[:] = [old[n] for n in sorted(old)]
     with open(target, "w") as fh:
         json.dump({"meta": meta, "rows": rows}, fh, indent=1)

@@ -34,6 +34,11 @@ def test_round_trip_and_column_order(tmp_path):
     buffer = io.BytesIO()
     write_parquet(frame, buffer)
     assert buffer.getvalue()[:4] == b"PAR1"
+    blocks = tmp_path / "blocks.parquet"
+    write_parquet((frame.iloc[i:i + 2] for i in range(0, 3, 2)), blocks)
+    pd.testing.assert_frame_equal(pd.read_parquet(blocks), frame)
+    with pytest.raises(ValueError, match="no blocks"):
+        write_parquet(iter([]), tmp_path / "none.parquet")
     assert is_parquet_path("X.PARQUET") and is_parquet_path("x.pq") and not is_parquet_path("x.csv")
 
 

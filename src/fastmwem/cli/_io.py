@@ -14,7 +14,7 @@ import os
 import signal
 import stat
 import tempfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import IO, TypeVar
 
 import pandas as pd
@@ -130,8 +130,10 @@ class StagedOutputs:
     def write_csv(self, frame: pd.DataFrame, path: str, flag: str) -> None:
         self._stage(path, flag, lambda fh: write_csv(frame, fh))
 
-    def write_parquet(self, frame: pd.DataFrame, path: str, flag: str) -> None:
-        self._stage(path, flag, lambda fh: write_parquet(frame, fh), binary=True)
+    def write_parquet(self, frames: pd.DataFrame | Iterable[pd.DataFrame], path: str,
+                      flag: str) -> None:
+        """One Parquet file from a DataFrame or from consecutive blocks of rows."""
+        self._stage(path, flag, lambda fh: write_parquet(frames, fh), binary=True)
 
     def write_json(self, payload: object, path: str, flag: str) -> None:
         def dump(fh: IO[str]) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+from collections.abc import Iterable
 
 import pandas as pd
 
@@ -96,10 +97,13 @@ def _open(args: argparse.Namespace, path: str, target: object) -> MarginalSource
         raise CLIError(f"--engine {engine}: {exc}") from None
 
 
-def write_records(outputs: StagedOutputs, frame: pd.DataFrame, path: str, flag: str) -> None:
-    """Stage ``frame`` as Parquet or CSV, by the extension of ``path``."""
+def write_records(outputs: StagedOutputs, records: pd.DataFrame | Iterable[pd.DataFrame],
+                  path: str, flag: str) -> None:
+    """Stage records (a DataFrame, or blocks of rows) as Parquet or CSV, by ``path``'s extension."""
     if is_parquet_path(path):
         require_pyarrow()
-        outputs.write_parquet(frame, path, flag)
+        outputs.write_parquet(records, path, flag)
+    elif isinstance(records, pd.DataFrame):
+        outputs.write_csv(records, path, flag)
     else:
-        outputs.write_csv(frame, path, flag)
+        outputs.write_csv_blocks(records, path, flag)  # type: ignore[attr-defined]

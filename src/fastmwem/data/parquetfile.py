@@ -9,7 +9,7 @@ columns to pandas; the cells are validated by :class:`~fastmwem.data.Dataset` or
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import IO
 
 import pandas as pd
@@ -77,10 +77,27 @@ def read_parquet_columns(
     return table.to_pandas()[list(columns)]
 
 
-def write_parquet(frame: pd.DataFrame, file: str | os.PathLike[str] | IO[bytes]) -> None:
-    """Write ``frame`` (no index) as Parquet to a path or an open binary stream."""
-    check_frame(frame, "frame")
+def write_parquet(
+    frames: pd.DataFrame | Iterable[pd.DataFrame], file: str | os.PathLike[str] | IO[bytes]
+) -> None:
+    """Write a DataFrame, or consecutive blocks of rows, as one Parquet file (no index).
+
+    Blocks are written one row group at a time, so a table larger than memory can stream
+    through; every block must have the first block's columns and types.
+    """
     pq = require_pyarrow()
     import pyarrow as pa
 
-    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), file)
+    blocks = [frames] if isinstance(frames, pd.DataFrame) else frames
+    writer = None
+    try:
+        for frame in blocks:
+            table = pa.Table.from_pandas(check_frame(frame, "frame"), preserve_index=False)
+            if writer is None:
+                writer = pq.ParquetWriter(file, table.schema)
+            writer.write_table(table.cast(writer.schema))
+    finally:
+        if writer is not None:
+            writer.close()
+    if writer is None:
+        raise ValueError("no blocks to write: a Parquet file needs at least one block")
