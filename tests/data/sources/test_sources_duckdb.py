@@ -259,3 +259,12 @@ def test_short_rows_blank_lines_and_quoted_newlines(tmp_path):
     codes.write_text("a,b,c\n0,1,1\n\n1,12,0\n1\n")
     assert _message(lambda: _duck(codes, domain)) == _message(
         lambda: Dataset.from_csv(codes, domain))
+
+
+def test_data_changed_after_opening_is_refused(tmp_path, domain, codes):
+    path = write(codes, tmp_path / "c.csv")
+    source = _duck(path, domain)
+    write(codes.assign(b=codes["b"] + 4), path)  # the file changes after validation
+    with pytest.raises(ValueError, match="column 'b' gave codes outside the domain while"):
+        source.marginals([("a", "b")])
+    source.close()

@@ -145,6 +145,7 @@ class QuerySource:
         used = sorted({j for s in sets for j in s})
         sql = marginals_query(self._plans, sets, used, self.dialect, self._source())
         cols = self._query_columns(sql)
+        self._check_codes(cols, used)
         n = np.asarray(cols["n"], dtype=np.float64)
         out = {}
         for s in sets:
@@ -154,6 +155,21 @@ class QuerySource:
             shape = tuple(self.domain.shape[j] for j in s)
             out[s] = fill_marginal(shape, [np.asarray(cols[f"a{j}"])[rows] for j in s], n[rows])
         return out
+
+    def _check_codes(self, cols: dict[str, np.ndarray], used: Sequence[int]) -> None:
+        """Refuse codes outside the domain rather than count them in a wrong cell.
+
+        Validation proved every cell valid when the source was opened; codes outside the domain
+        here mean the data changed since, or (Parquet) the file's statistics, which DuckDB
+        trusts to skip work, contradict its cells.
+        """
+        for j in used:
+            codes = np.asarray(cols[f"a{j}"])
+            if codes.size and (codes.min() < 0 or codes.max() >= self.domain.shape[j]):
+                raise ValueError(
+                    f"{self._context}: column {self.domain.attributes[j]!r} gave codes outside "
+                    "the domain while counting, though it was valid when opened: the data "
+                    "changed since, or the file's statistics are wrong; open it again")
 
     # -- lifetime ----------------------------------------------------------------------------
     def close(self) -> None:
