@@ -115,7 +115,7 @@ def test_an_os_error_is_one_line(cli, coded_csv, tmp_path, monkeypatch):
     def unreadable(path, *args, **kwargs):
         raise PermissionError(13, "Permission denied", str(path))
 
-    monkeypatch.setattr("fastmwem.cli.synth.Dataset.from_csv", unreadable)
+    monkeypatch.setattr("fastmwem.data.Dataset.from_csv", unreadable)
     _one_line(cli("synth", csv, "--domain", domain, "--epsilon", 1, "--out",
                   tmp_path / "o.csv"), "Permission denied", repr(str(csv)))
 

@@ -22,6 +22,7 @@ import pandas as pd
 
 from fastmwem.cli import CLIError
 from fastmwem.data import write_csv
+from fastmwem.data.parquetfile import write_parquet
 
 __all__ = ["check_input_file", "check_paths", "read_text_file", "staged_outputs",
            "StagedOutputs", "free_disk_bytes"]
@@ -142,6 +143,10 @@ class StagedOutputs:
                 write_csv(frame, fh, header=i == 0)
 
         self._stage(path, flag, write)
+    def write_parquet(self, frames: pd.DataFrame | Iterable[pd.DataFrame], path: str,
+                      flag: str) -> None:
+        """One Parquet file from a DataFrame or from consecutive blocks of rows."""
+        self._stage(path, flag, lambda fh: write_parquet(frames, fh), binary=True)
 
     def write_json(self, payload: object, path: str, flag: str) -> None:
         def dump(fh: IO[str]) -> None:
@@ -150,7 +155,8 @@ class StagedOutputs:
 
         self._stage(path, flag, dump)
 
-    def _stage(self, path: str, flag: str, write: Callable[[IO[str]], None]) -> None:
+    def _stage(self, path: str, flag: str, write: Callable[[IO], None],
+               binary: bool = False) -> None:
         directory = os.path.dirname(os.path.abspath(path))
         try:
             fd, tmp = tempfile.mkstemp(prefix=_TMP_PREFIX, suffix=_TMP_SUFFIX, dir=directory)
@@ -159,7 +165,8 @@ class StagedOutputs:
         # Registered before writing, so that discard() removes it whatever interrupts the write.
         self._staged.append((tmp, path))
         try:
-            with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            text = {} if binary else {"encoding": "utf-8", "newline": ""}
+            with os.fdopen(fd, "wb" if binary else "w", **text) as fh:
                 write(fh)
                 fh.flush()
                 os.fsync(fh.fileno())

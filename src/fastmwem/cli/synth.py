@@ -14,13 +14,19 @@ import pandas as pd
 from fastmwem.accounting import Accountant
 from fastmwem.cli import CLIError, print_warning, warn_seeded
 from fastmwem.cli._io import (
-    check_input_file,
     check_paths,
     free_disk_bytes,
-    read_text_file,
     staged_outputs,
 )
-from fastmwem.data import Dataset, Domain
+from fastmwem.cli._sources import (
+    add_source_arguments,
+    check_input,
+    check_source_arguments,
+    load_source,
+    write_records,
+)
+from fastmwem.data import Domain
+from fastmwem.data.sources import MarginalSource
 from fastmwem.evaluation import relative_entropy, workload_error
 from fastmwem.release.defaults import (
     MAX_DEFAULT_ROUNDS,
@@ -50,14 +56,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "and write synthetic records. Pure epsilon-DP under add/remove-one-record neighbours."
         ),
     )
-    parser.add_argument("input", nargs="?", help="input CSV (omit with --demo)")
+    parser.add_argument("input", nargs="?",
+                        help="input CSV or Parquet (by extension; omit with --demo)")
     parser.add_argument("--demo", action="store_true",
                         help="use the bundled NLTCS dataset (21,574 rows, 16 binary attributes)")
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--domain", help='domain JSON {"column": size}; the CSV holds codes')
     source.add_argument("--schema", help="schema JSON declaring categories and numeric bins")
     parser.add_argument("--epsilon", type=float, required=True, help="total privacy budget")
-    parser.add_argument("--out", required=True, help="output CSV of synthetic records")
+    parser.add_argument("--out", required=True,
+                        help="output CSV (or .parquet) of synthetic records")
     parser.add_argument("--workload", default=None, help=WORKLOAD_HELP)
     parser.add_argument("--rounds", type=int, default=None,
                         help="MWEM rounds T (default: chosen from epsilon, the workload and the "
@@ -93,6 +101,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     progress.add_argument("--progress", dest="progress", action="store_true", default=None,
                           help="show a progress bar on stderr (default: when stderr is a terminal)")
     progress.add_argument("--no-progress", dest="progress", action="store_false")
+    add_source_arguments(parser)
     parser.set_defaults(handler=run)
 
 
@@ -117,22 +126,12 @@ def _check_sources(args: argparse.Namespace) -> None:
         raise CLIError("give --domain DOMAIN.json (codes) or --schema SCHEMA.json (raw values)")
     for flag, path in _inputs(args).items():
         if path is not None:
-            check_input_file(path, flag)
+            check_input(path, flag, args.engine)
 
 
-def _load(args: argparse.Namespace) -> tuple[Dataset, object]:
-    """The dataset and its schema (or None), read and validated before any budget is spent."""
-    if args.demo:
-        from fastmwem.datasets import load_nltcs
-
-        return load_nltcs(), None
-    if args.schema:
-        from fastmwem.data.schema import Schema
-
-        schema = read_text_file(Schema.from_json, args.schema, "--schema")
-        return read_text_file(schema.encode_csv, args.input, "INPUT"), schema
-    domain = read_text_file(Domain.from_json, args.domain, "--domain")
-    return read_text_file(lambda path: Dataset.from_csv(path, domain), args.input, "INPUT"), None
+def _load(args: argparse.Namespace) -> tuple[MarginalSource, object]:
+    """The data (counted by --engine) and its schema or None, validated before any budget."""
+    return load_source(args)
 
 
 def _check_numbers(args: argparse.Namespace) -> None:
@@ -182,6 +181,7 @@ def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     _check_numbers(args)
     MWEMConfig(epsilon=args.epsilon, rounds=args.rounds or 1, **_options(args))  # fail early
+    check_source_arguments(args)
     _check_sources(args)
     check_paths({"--out": args.out, "--report": args.report}, _inputs(args))
     dataset, schema = _load(args)
@@ -214,7 +214,7 @@ def run(args: argparse.Namespace) -> int:
 
     evaluation = _evaluate(dataset, result.histogram, workload) if args.evaluate else None
     with staged_outputs() as outputs:
-        outputs.write_csv_blocks(blocks, args.out, "--out")
+        write_records(outputs, blocks, args.out, "--out")
         if args.report:
             outputs.write_json(_report(args, spec, result, choices, rows, evaluation),
                                args.report, "--report")
@@ -292,7 +292,7 @@ def _options(args: argparse.Namespace) -> dict[str, object]:
             "selection": args.selection, "index": args.index}
 
 
-def _evaluate(dataset: Dataset, synthetic: object, workload: LinearWorkload) -> dict[str, float]:
+def _evaluate(dataset: MarginalSource, synthetic: object, workload: LinearWorkload) -> dict[str, float]:
     true_hist = dataset.histogram()
     evaluation = workload_error(true_hist, synthetic, workload)  # type: ignore[arg-type]
     evaluation["relative_entropy"] = relative_entropy(true_hist, synthetic)  # type: ignore[arg-type]

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import codecs
+import importlib
 import json
 import os
 
-__all__ = ["check_input_file", "load_json", "not_utf8_error", "read_lines", "read_text"]
+__all__ = ["check_input_file", "load_json", "not_utf8_error", "read_lines", "read_text",
+           "require_module"]
 
 _CHUNK = 1 << 20
 
@@ -131,3 +133,13 @@ def load_json(path: str | os.PathLike[str], what: str) -> object:
                          "JSON would silently keep only the last") from None
     except ValueError as exc:  # json.JSONDecodeError, or a NaN/Infinity constant
         raise ValueError(f"{what} {name!r} is not valid JSON: {exc}") from None
+
+
+def require_module(module: str, extra: str, what: str):  # -> module
+    """Import an optional dependency, or raise an ``ImportError`` naming the extra to install."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise ImportError(
+            f'{what} needs the {module.split(".")[0]} package: pip install "fastmwem[{extra}]"'
+        ) from None

@@ -140,6 +140,28 @@ class Dataset:
         arr = _codes_from_frame(df, domain, allow_whole_floats=True, context=context)
         return cls._trusted(arr, domain)
 
+    @classmethod
+    def from_parquet(
+        cls,
+        path: str | os.PathLike[str],
+        domain: Domain,
+        *,
+        extra_columns: str = "error",
+    ) -> Dataset:
+        """Read a Parquet file of integer codes; the rules and errors of :meth:`from_csv`.
+
+        Needs pyarrow (``pip install "fastmwem[parquet]"``). Integer columns are taken as they
+        are; float and text columns must hold whole numbers.
+        """
+        from fastmwem.data.parquetfile import read_parquet_columns
+
+        if not isinstance(domain, Domain):
+            raise TypeError(f"domain must be a Domain, got {type(domain).__name__}")
+        context = f"Parquet file {os.fspath(path)!r}"
+        df = read_parquet_columns(path, domain.attributes, extra_columns=extra_columns)
+        arr = _codes_from_frame(df, domain, allow_whole_floats=True, context=context)
+        return cls._trusted(arr, domain)
+
     def to_dataframe(self) -> pd.DataFrame:
         """A new (writable) DataFrame of the codes, one int64 column per attribute."""
         return pd.DataFrame(np.array(self._records), columns=list(self._domain.attributes))
@@ -193,6 +215,12 @@ class Dataset:
         shape = tuple(self._domain.shape[a] for a in axes)
         _check_dense(math.prod(shape), f"the marginal on {list(names)}")
         return self._counts(axes, shape).reshape(shape)
+
+    def marginals(self, attribute_sets: Iterable[str | Iterable[str]]) -> list[np.ndarray]:
+        """:meth:`marginal` of each attribute set, in order (the ``MarginalSource`` method)."""
+        if isinstance(attribute_sets, str):
+            raise TypeError("attribute_sets must be a list of attribute sets, not one string")
+        return [self.marginal(attrs) for attrs in attribute_sets]
 
     def project(self, attrs: str | Iterable[str]) -> Dataset:
         """The dataset restricted to ``attrs`` (in the order given), over ``domain.project``."""

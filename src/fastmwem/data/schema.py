@@ -679,6 +679,17 @@ class Schema:
         df = read_csv_columns(path, self.names, extra_columns=mode)
         return self._encode(df, mode, context)
 
+    def encode_parquet(
+        self, path: str | os.PathLike[str], *, extra_columns: str = "error"
+    ) -> Dataset:
+        """Read a raw Parquet file and encode it; see :meth:`encode` (needs pyarrow)."""
+        from fastmwem.data.parquetfile import read_parquet_columns
+
+        mode = check_extra_columns_option(extra_columns)
+        context = f"Parquet file {os.fspath(path)!r}"
+        df = read_parquet_columns(path, self.names, extra_columns=mode)
+        return self._encode(df, mode, context)
+
     def _encode(self, df: pd.DataFrame, mode: str, context: str) -> Dataset:
         check_columns(list(df.columns), self.names, mode, context)
         if len(df) == 0:
