@@ -1,12 +1,14 @@
 """The HTTP API (FastAPI under uvicorn) and the data owner's budget page.
 
+(No ``from __future__ import annotations`` here: FastAPI reads the dependency annotations of
+the routes, which are local to :func:`create_app`, at definition time.)
+
 Every error is JSON ``{"error": "<what is wrong>"}`` with a 4xx status, and spends nothing:
 401 (no or wrong token), 403 (a token on the wrong side), 400 (malformed body or query, a query
 over another domain), 404 (no such analyst), 409 (a budget or the updates are spent), 413 (body
 too large), 429 (rate limit). The OpenAPI description is at ``/openapi.json`` (and ``/docs``).
 """
 
-from __future__ import annotations
 
 from typing import Annotated, Any
 
