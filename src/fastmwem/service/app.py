@@ -44,10 +44,6 @@ def _error(status: int, message: str, headers: dict[str, str] | None = None) -> 
     return JSONResponse({"error": message}, status_code=status, headers=headers)
 
 
-class _TooLarge(Exception):
-    pass
-
-
 class BodyLimit:
     """ASGI middleware: refuse a request body over ``limit`` bytes with 413, whether declared
     (Content-Length) or streamed."""
@@ -66,26 +62,33 @@ class BodyLimit:
             await _error(413, message)(scope, receive, send)
             return
         seen = 0
-        started = False
+        too_large = False
+        replaced = False
 
         async def limited() -> dict:
-            nonlocal seen
+            nonlocal seen, too_large
             event = await receive()
             seen += len(event.get("body", b""))
             if seen > self.limit:
-                raise _TooLarge
+                # End the body with a byte no JSON parser accepts, so that a valid prefix is
+                # never acted upon; the app's error reply is replaced by the 413 below.
+                too_large = True
+                return {"type": "http.request", "body": b"\x00", "more_body": False}
             return event
 
         async def watched(event: dict) -> None:
-            nonlocal started
-            started = started or event["type"] == "http.response.start"
-            await send(event)
+            nonlocal replaced
+            if not too_large:
+                await send(event)
+            elif not replaced:
+                replaced = True
+                await _error(413, message)(scope, _no_body, send)
 
-        try:
-            await self.app(scope, limited, watched)
-        except _TooLarge:
-            if not started:
-                await _error(413, message)(scope, receive, send)
+        await self.app(scope, limited, watched)
+
+
+async def _no_body() -> dict:
+    return {"type": "http.request", "body": b"", "more_body": False}
 
 
 def create_app(service: QueryService, *, rate: float = 20.0, burst: int = 40,
@@ -189,7 +192,7 @@ def _handlers(app: FastAPI) -> None:
 
     @app.exception_handler(LookupError)
     def missing(request: Request, exc: LookupError) -> JSONResponse:
-        return _error(404, str(exc).strip("'\""))
+        return _error(404, str(exc.args[0]) if exc.args else "not found")
 
     @app.exception_handler(ValueError)
     def bad_value(request: Request, exc: ValueError) -> JSONResponse:
