@@ -41,7 +41,10 @@ function refuse(message) {
   el.hidden = false;
   document.getElementById("figures").hidden = true;
 }
-function fmt(x) { return Number(x).toPrecision(6).replace(/\.?0+$/, ""); }
+function fmt(x) {
+  const text = Number(x).toPrecision(6);
+  return text.includes("e") ? text : text.replace(/(\.\d*?)0+$/, "$1").replace(/\.$/, "");
+}
 function plot(svg, history, epsilon) {
   const ns = "http://www.w3.org/2000/svg", w = 600, h = 220, pad = 30;
   const points = [[0, epsilon]].concat(history.map((r, i) => [i + 1, r.remaining]));
