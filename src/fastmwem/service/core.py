@@ -95,15 +95,19 @@ class QueryService:
         self._rng = rng
         self._lock = threading.Lock()
         self._accountants: dict[int | None, Accountant] = {}
-        store.create_schema()
-        store.lease()
         meta = {"format": FORMAT, "domain": json.dumps(self.domain.to_dict()),
                 "pmw": json.dumps(config.to_dict(), sort_keys=True), "data_sha256": data_hash,
                 "admin_hash": self._admin_hash(admin_token)}
-        if not store.initialise(meta, exact(config.epsilon, "epsilon")):
-            self._check_meta(store.meta(), meta)
-        self._admin_stored = store.meta()["admin_hash"]
-        self._load()
+        store.create_schema()
+        store.lease()
+        try:
+            if not store.initialise(meta, exact(config.epsilon, "epsilon")):
+                self._check_meta(store.meta(), meta)
+            self._admin_stored = store.meta()["admin_hash"]
+            self._load()
+        except BaseException:
+            store.close()  # give up the lease: nothing is served
+            raise
 
     # -- start-up ----------------------------------------------------------------------------------
     @staticmethod

@@ -117,10 +117,15 @@ class Store:
                     cur.run(statement)
 
     def close(self) -> None:
+        """Close this thread's connection and give up the lease."""
         conn = getattr(self._local, "conn", None)
         if conn is not None:
             conn.close()  # type: ignore[attr-defined]
             self._local.conn = None
+        held = getattr(self, "_held", None)
+        if held is not None:
+            held.close()
+            self._held = None
 
     # -- meta, budgets, analysts ------------------------------------------------------------------
     def meta(self) -> dict[str, str]:
@@ -282,7 +287,6 @@ class SQLiteStore(Store):
     def __init__(self, path: str) -> None:
         super().__init__()
         self.path = path
-        self._lock_file: object = None
 
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None,
@@ -314,7 +318,7 @@ class SQLiteStore(Store):
         except BlockingIOError:
             handle.close()
             raise RuntimeError(f"another server is serving {self.path!r}") from None
-        self._lock_file = handle
+        self._held = handle
 
 
 class PostgresStore(Store):
@@ -330,7 +334,6 @@ class PostgresStore(Store):
 
         self._psycopg = psycopg
         self.url = url
-        self._lease_conn: object = None
 
     def _connect(self) -> object:
         return self._psycopg.connect(self.url, autocommit=True)
@@ -347,7 +350,7 @@ class PostgresStore(Store):
         if not conn.execute("SELECT pg_try_advisory_lock(8675309)").fetchone()[0]:
             conn.close()
             raise RuntimeError("another server is serving this PostgreSQL state")
-        self._lease_conn = conn
+        self._held = conn
 
 
 def open_store(target: str) -> Store:
