@@ -75,7 +75,9 @@ def _token(args: argparse.Namespace) -> str:
 def _split_budget(text: str, flag: str) -> tuple[str, float]:
     name, eq, value = text.rpartition("=")
     try:
-        return name, float(value) if eq and name else float("x")
+        if not eq or not name:
+            raise ValueError
+        return name, float(value)
     except ValueError:
         raise CLIError(f"{flag}: expected NAME=EPSILON, got {text!r}") from None
 

@@ -6,6 +6,7 @@ import argparse
 import hashlib
 import os
 import sys
+from pathlib import Path
 
 from fastmwem.cli import CLIError, warn_seeded
 from fastmwem.cli._io import check_input_file, read_text_file
@@ -61,7 +62,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _admin_token(path: str) -> str:
     """The token in ``path``, or a new one written there (never over an existing file)."""
     if os.path.exists(path):
-        token = read_text_file(lambda p: open(p, encoding="utf-8").read(), path,
+        token = read_text_file(lambda p: Path(p).read_text(encoding="utf-8"), path,
                                "--admin-token-file").strip()
         if not token.startswith("admin."):
             raise CLIError(f"--admin-token-file {path!r} does not hold an admin token")
@@ -98,15 +99,14 @@ def run(args: argparse.Namespace) -> int:
     dataset = read_text_file(lambda path: Dataset.from_csv(path, domain), args.data, "DATA")
     with open(args.data, "rb") as fh:
         data_hash = hashlib.sha256(fh.read()).hexdigest()
-    admin_token = _admin_token(args.admin_token_file)
-
     from fastmwem.service.app import create_app
     from fastmwem.service.core import QueryService
     from fastmwem.service.store import open_store
 
+    store = open_store(args.state)  # checks the path before anything is written
+    admin_token = _admin_token(args.admin_token_file)
     if args.seed is not None:
         warn_seeded("serve")
-    store = open_store(args.state)
     try:
         service = QueryService(store, dataset, config, admin_token=admin_token,
                                data_hash=data_hash, rng=args.seed)
