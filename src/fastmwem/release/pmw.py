@@ -208,16 +208,13 @@ def _check_record(record: PMWRecord) -> None:
 
 @dataclass(frozen=True)
 class _Query:
-    """A query on the integer grid: ``weights * scale`` is what is answered."""
+    """A query on the integer grid: ``vector = weights * scale`` is what is answered."""
 
     spec: dict
     weights: np.ndarray  # int64
     scale: float
     sensitivity: int  # max |weights|
-
-    @property
-    def vector(self) -> np.ndarray:
-        return self.weights * self.scale
+    vector: np.ndarray
 
 
 def _on_grid(spec: dict, vec: np.ndarray) -> _Query:
@@ -228,7 +225,7 @@ def _on_grid(spec: dict, vec: np.ndarray) -> _Query:
         weights, scale = vec.astype(np.int64), 1.0
     else:
         weights, scale = np.round(vec / peak * GRID).astype(np.int64), peak / GRID
-    return _Query(spec, weights, scale, int(np.abs(weights).max()))
+    return _Query(spec, weights, scale, int(np.abs(weights).max()), weights * scale)
 
 
 class PMWSession:
@@ -362,6 +359,11 @@ class PMWSession:
         """A copy of the synthetic distribution (public: post-processing of releases)."""
         return self._state.distribution.copy()  # type: ignore[union-attr]
 
+    @property
+    def noisy_threshold(self) -> int | None:
+        """The open sparse-vector run's noisy threshold (secret: store it, never release it)."""
+        return self._record.noisy_threshold
+
     def record(self) -> PMWRecord:
         """A snapshot of the session's state (see :class:`PMWRecord`), ledger included."""
         r = self._record
@@ -404,7 +406,9 @@ class PMWSession:
 
     def _test_and_answer(self, q: _Query, charged: float) -> Answer:
         state = self._mw()
-        synthetic = self.total * float(q.vector @ state.distribution)
+        # einsum, not BLAS: a threaded BLAS dot is 100x slower on a busy machine (and a server
+        # is busy), and one thread sums in a fixed order.
+        synthetic = self.total * float(np.einsum("i,i->", q.vector, state.distribution))
         truth = int(q.weights @ self._counts())
         # The error in grid units of the query's scale: K (synthetic - truth) / max|weights|,
         # rounded exactly with integers; one record moves it by at most GRID + 1.

@@ -153,7 +153,7 @@ class MWState:
         s = float(np.abs(q).max())
         if not np.isfinite(s) or s == 0:
             raise ValueError("query must be finite and not all zero")
-        current = np.array([float(q @ self.distribution)])
+        current = np.array([float(np.einsum("i,i->", q, self.distribution))])  # no BLAS threads
         residual = float(self._unit_residuals(np.array([measured]), current, s,
                                               bool(q.min() >= 0))[0])
         # |residual| <= 2 and |q(x)| / s <= 1: every factor lies within e^(+-1).

@@ -206,7 +206,7 @@ class QueryService:
                 stored = StoredAnswer(analyst, request_id, query, ans.value, ans.source,
                                       ans.charged, ans.updates, time.time())
                 self.store.save_answer(stored, ans.source == "measured",
-                                       self.session.record().noisy_threshold)
+                                       self.session.noisy_threshold)
             except (BudgetExceededError, ValueError, TypeError):
                 raise  # refused before the session changed
             except BaseException:
