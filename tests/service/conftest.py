@@ -21,9 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytest.importorskip("fastapi", reason="the service extra is not installed (pip install .[service])")
-
-from fastmwem.client import Client  # noqa: E402
+from fastmwem.client import Client
 
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
 CHROMIUM = Path("/usr/bin/chromium")
@@ -34,7 +32,14 @@ def unavailable(reason: str) -> None:
     """Skip locally; fail under CI, which must run every service test for real."""
     if os.environ.get("CI") == "true":
         pytest.fail(f"CI must run this test, but {reason}")
-    pytest.skip(reason)
+    pytest.skip(reason, allow_module_level=True)
+
+
+try:
+    import fastapi  # noqa: F401
+    import uvicorn  # noqa: F401
+except ImportError:
+    unavailable("the service extra is not installed (pip install '.[service]')")
 
 
 def free_port() -> int:
@@ -113,15 +118,29 @@ class Server:
         return Client(self.url, token, timeout=30)
 
 
-@pytest.fixture
-def server_factory(tmp_path):
+def _factory(directory: Path):
     servers: list[Server] = []
 
     def make(*extra: str, state: str | None = None, epsilon: float = 1.0) -> Server:
-        server = Server(tmp_path, state or str(tmp_path / "state.db"), *extra, epsilon=epsilon)
+        server = Server(directory, state or str(directory / "state.db"), *extra, epsilon=epsilon)
         servers.append(server)
         return server
 
+    return make, servers
+
+
+@pytest.fixture
+def server_factory(tmp_path):
+    make, servers = _factory(tmp_path)
+    yield make
+    for server in servers:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def module_server_factory(tmp_path_factory):
+    """Like ``server_factory``, for a server shared by a module's tests."""
+    make, servers = _factory(tmp_path_factory.mktemp("server"))
     yield make
     for server in servers:
         server.stop()

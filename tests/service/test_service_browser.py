@@ -11,9 +11,9 @@ def _fmt(x: float) -> str:
     return f"{x:.6g}"
 
 
-@pytest.fixture
-def served(server_factory):
-    server = server_factory("--alpha", "0.01", "--max-updates", "20", "--total", "400").start()
+@pytest.fixture(scope="module")
+def served(module_server_factory):
+    server = module_server_factory("--alpha", "0.01", "--max-updates", "20", "--total", "400").start()
     client = server.analyst("eve", 0.5)
     for i in range(6):
         client.ask({"cell": {"a": i % 2, "c": i % 4}})
