@@ -30,6 +30,7 @@ def test_budget_page_shows_the_api_figures(chrome, served, tmp_path):
     token = served.admin_file.read_text().strip()
     api = served.admin().owner_budget()
     log = served.admin().owner_log()
+    chrome.get("about:blank")
     chrome.get(f"{served.url}/budget#token={token}")
     _wait(chrome, "document.body.getAttribute('data-loaded') === '1'")
     text = {key: chrome.find_element("id", key).text
@@ -48,6 +49,7 @@ def test_budget_page_shows_the_api_figures(chrome, served, tmp_path):
 
 @pytest.mark.parametrize("fragment", ["", "#token=admin.wrong"])
 def test_budget_page_refuses_without_the_admin_token(chrome, served, fragment):
+    chrome.get("about:blank")  # a new fragment alone would not reload the page
     chrome.get(f"{served.url}/budget{fragment}")
     _wait(chrome, "!document.getElementById('error').hidden")
     error = chrome.find_element("id", "error").text
