@@ -57,7 +57,8 @@ def test_the_budget_check_reads_what_the_store_holds_now():
     assert b.spent() == PureDP(0.75)
 
 
-@pytest.mark.parametrize("name", ["epsilon", "delta", "rho", "composition", "_budget", "new"])
+@pytest.mark.parametrize("name", ["epsilon", "delta", "rho", "composition", "store", "_budget",
+                                  "_store", "_given_epsilon"])
 def test_budgets_are_read_only(name):
     acc = Accountant(epsilon=1)
     with pytest.raises(AttributeError, match="read-only"):

@@ -467,6 +467,11 @@ def _total(entries: Iterable[LedgerEntry], width: int) -> tuple[Fraction, ...]:
     return tuple(total)
 
 
+#: The Accountant's budget and ledger attributes, which no assignment may change.
+_READ_ONLY = frozenset({"epsilon", "delta", "rho", "composition", "store", "_mode", "_budget",
+                        "_store"})
+
+
 class Accountant:
     """Composes privacy events against a budget and refuses any charge that would overspend.
 
@@ -478,8 +483,8 @@ class Accountant:
     * ``Accountant(epsilon=e, delta=d, composition="zcdp")``: charges are composed in zCDP and
       the total must convert to at most ``(e, d)``-DP.
 
-    The budget is read-only: assigning ``epsilon`` (or any other attribute) raises
-    ``AttributeError``; make a new accountant for a new budget. Charges live in a
+    The budget is read-only: assigning ``epsilon`` (``delta``, ``rho``, ``composition`` or the
+    store) raises ``AttributeError``; make a new accountant for a new budget. Charges live in a
     :class:`LedgerStore` (``store=``; a fresh :class:`MemoryLedgerStore` by default), and every
     charge, from :meth:`compose` or :meth:`compose_all`, goes through the store's one commit
     point. A refused charge raises :class:`BudgetExceededError` and leaves the ledger unchanged.
@@ -529,13 +534,17 @@ class Accountant:
         self._check_stored_ledger()
 
     def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(
-            f"Accountant is read-only: cannot set {name!r} (a budget cannot change once charges "
-            "are made against it; make a new Accountant)"
-        )
+        if name in _READ_ONLY or name.startswith("_given_"):
+            raise AttributeError(
+                f"Accountant is read-only: cannot set {name!r} (a budget cannot change once "
+                "charges are made against it; make a new Accountant)"
+            )
+        object.__setattr__(self, name, value)  # a subclass's own bookkeeping
 
     def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"Accountant is read-only: cannot delete {name!r}")
+        if name in _READ_ONLY or name.startswith("_given_"):
+            raise AttributeError(f"Accountant is read-only: cannot delete {name!r}")
+        object.__delattr__(self, name)
 
     def __repr__(self) -> str:
         return (f"Accountant(epsilon={self.epsilon!r}, delta={self.delta!r}, rho={self.rho!r}, "
