@@ -11,6 +11,7 @@ from fastmwem.accounting import (
 from fastmwem.data import Dataset, Domain, PrivacyLeakWarning, Schema
 from fastmwem.random import make_rng
 from fastmwem.release import MWEMResult, mwem
+from fastmwem.release.pmw import Answer, PMWSession, SessionExhaustedError
 
 __version__ = "0.1.0"
 
@@ -26,6 +27,9 @@ __all__ = [
     "PureDP",
     "ZCDP",
     "MWEMResult",
+    "PMWSession",
+    "Answer",
+    "SessionExhaustedError",
     "make_rng",
     "mwem",
 ]

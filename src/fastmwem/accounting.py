@@ -28,10 +28,11 @@ from __future__ import annotations
 import math
 import numbers
 import threading
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from decimal import ROUND_CEILING, Decimal, localcontext
 from fractions import Fraction
-from typing import Union
+from typing import Protocol, Union, runtime_checkable
 
 from fastmwem._validation import check_int
 
@@ -44,6 +45,10 @@ __all__ = [
     "Accountant",
     "BudgetExceededError",
     "LedgerEntry",
+    "LedgerStore",
+    "MemoryLedgerStore",
+    "entry_to_record",
+    "entry_from_record",
     "ledger_records",
     "exact",
     "show",
@@ -384,7 +389,124 @@ class LedgerEntry:
     cost: tuple[Fraction, ...]
 
 
-@dataclass
+def entry_to_record(entry: LedgerEntry) -> dict[str, object]:
+    """A ledger entry as a JSON-ready record with exact fraction strings (read back with
+    :func:`entry_from_record`).
+
+    >>> entry_to_record(LedgerEntry("a", PureDP(0.25), (Fraction(1, 4),)))
+    {'label': 'a', 'event': 'PureDP', 'params': {'epsilon': '1/4'}, 'cost': ['1/4']}
+    """
+    params = {key: str(getattr(entry.event, key)) for key in _EVENT_PARAMS[type(entry.event)]}
+    return {"label": entry.label, "event": type(entry.event).__name__, "params": params,
+            "cost": [str(c) for c in entry.cost]}
+
+
+def entry_from_record(record: object) -> LedgerEntry:
+    """The ledger entry a record of :func:`entry_to_record` describes (exact round trip).
+
+    Raises:
+        ValueError: the record is not such a record (names the field at fault).
+    """
+    if not isinstance(record, dict):
+        raise ValueError(f"a ledger record must be a JSON object, got {type(record).__name__}")
+    kinds = {cls.__name__: cls for cls in _EVENT_TYPES}
+    kind = record.get("event")
+    if kind not in kinds:
+        raise ValueError(f"ledger record: unknown event {kind!r}; expected one of {sorted(kinds)}")
+    params, cost, label = record.get("params"), record.get("cost"), record.get("label")
+    names = _EVENT_PARAMS[kinds[kind]]
+    if not isinstance(params, dict) or sorted(params) != sorted(names):
+        raise ValueError(f"ledger record: params of {kind} must be exactly {list(names)}")
+    if not isinstance(cost, list) or not cost or not all(isinstance(c, str) for c in cost):
+        raise ValueError("ledger record: cost must be a non-empty list of fraction strings")
+    if not isinstance(label, str):
+        raise ValueError("ledger record: label must be a string")
+    event = kinds[kind](*(exact(params[n], f"ledger record {n}", allow_zero=True) for n in names))
+    return LedgerEntry(label, event, tuple(exact(c, "ledger record cost", allow_zero=True)
+                                           for c in cost))
+
+
+_EVENT_PARAMS: dict[type, tuple[str, ...]] = {
+    PureDP: ("epsilon",), BoundedRange: ("epsilon",), ApproxDP: ("epsilon", "delta"),
+    ZCDP: ("rho",),
+}
+
+#: ``admit(spent)`` raises :class:`BudgetExceededError` to refuse a charge given what is spent.
+Admit = Callable[[tuple[Fraction, ...]], None]
+
+
+@runtime_checkable
+class LedgerStore(Protocol):
+    """Where an :class:`Accountant` keeps its accepted charges (in memory, SQLite, PostgreSQL).
+
+    ``commit`` is the only write. It must be atomic and isolated against every other writer of
+    the same ledger (threads or processes): read the total spent, call ``admit`` with it (which
+    raises to refuse the charge), append ``entries``, and make that durable, all or nothing. A
+    durable store commits before it returns, so a charge it has accepted counts as spent even if
+    the process dies right after.
+    """
+
+    def entries(self) -> tuple[LedgerEntry, ...]:
+        """Every accepted charge, in commit order."""
+
+    def spent(self, width: int) -> tuple[Fraction, ...]:
+        """The sum of the stored costs (``width`` zeros for an empty ledger)."""
+
+    def commit(self, entries: Sequence[LedgerEntry], admit: Admit) -> None:
+        """Atomically: ``admit(spent)``, then append ``entries``."""
+
+
+class MemoryLedgerStore:
+    """A ledger in this process's memory (the default store); thread-safe.
+
+    ``entries`` may hold a ledger read back with :func:`entry_from_record`.
+    """
+
+    def __init__(self, entries: Iterable[LedgerEntry] = ()) -> None:
+        self._entries = list(entries)
+        for entry in self._entries:
+            if not isinstance(entry, LedgerEntry):
+                raise TypeError(f"entries must be LedgerEntry objects, got {type(entry).__name__}")
+        self._lock = threading.Lock()
+
+    def entries(self) -> tuple[LedgerEntry, ...]:
+        with self._lock:
+            return tuple(self._entries)
+
+    def spent(self, width: int) -> tuple[Fraction, ...]:
+        with self._lock:
+            return _total(self._entries, width)
+
+    def commit(self, entries: Sequence[LedgerEntry], admit: Admit) -> None:
+        with self._lock:
+            width = len(entries[0].cost) if entries else 0
+            admit(_total(self._entries, width))
+            self._entries.extend(entries)
+
+    def __getstate__(self) -> dict[str, object]:
+        # A lock cannot be pickled or copied; a copy gets a fresh one.
+        return {"_entries": self.entries()}
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self._entries = list(state["_entries"])  # type: ignore[call-overload]
+        self._lock = threading.Lock()
+
+
+def _total(entries: Iterable[LedgerEntry], width: int) -> tuple[Fraction, ...]:
+    total = [Fraction(0)] * width
+    for entry in entries:
+        if len(entry.cost) != width:
+            raise ValueError(f"the ledger mixes currencies: a cost of {len(entry.cost)} numbers "
+                             f"among costs of {width}")
+        total = [t + c for t, c in zip(total, entry.cost)]
+    return tuple(total)
+
+
+#: The Accountant's budget and ledger attributes, which no assignment may change.
+_READ_ONLY = frozenset({"epsilon", "delta", "rho", "composition", "store", "_mode", "_budget",
+                        "_store"})
+
+
 class Accountant:
     """Composes privacy events against a budget and refuses any charge that would overspend.
 
@@ -396,8 +518,13 @@ class Accountant:
     * ``Accountant(epsilon=e, delta=d, composition="zcdp")``: charges are composed in zCDP and
       the total must convert to at most ``(e, d)``-DP.
 
-    A refused charge raises :class:`BudgetExceededError` and leaves the accountant unchanged.
-    ``compose`` is thread-safe. There is no global default accountant.
+    The budget is read-only: assigning ``epsilon`` (``delta``, ``rho``, ``composition`` or the
+    store) raises ``AttributeError``; make a new accountant for a new budget. Charges live in a
+    :class:`LedgerStore` (``store=``; a fresh :class:`MemoryLedgerStore` by default), and every
+    charge, from :meth:`compose` or :meth:`compose_all`, goes through the store's one commit
+    point. A refused charge raises :class:`BudgetExceededError` and leaves the ledger unchanged.
+    Charging is thread-safe (and process-safe with a database store). There is no global
+    default accountant.
 
     >>> acc = Accountant(epsilon=1)
     >>> _ = acc.compose(PureDP(0.5), label="first half")
@@ -409,43 +536,90 @@ class Accountant:
     PureDP(epsilon=0.5)
     """
 
-    epsilon: object = None
-    delta: object = 0
-    rho: object = None
-    composition: str = "basic"
-    _mode: str = field(init=False, repr=False)
-    _budget: tuple[Fraction, ...] = field(init=False, repr=False)
-    _spent: tuple[Fraction, ...] = field(init=False, repr=False)
-    _ledger: list[LedgerEntry] = field(init=False, repr=False, default_factory=list)
-    _lock: threading.Lock = field(init=False, repr=False, default_factory=threading.Lock)
-
-    def __post_init__(self) -> None:
-        if self.composition not in ("basic", "zcdp"):
-            raise ValueError(f"composition must be 'basic' or 'zcdp', got {self.composition!r}")
-        if self.rho is not None:
-            if self.epsilon is not None:
+    def __init__(self, epsilon: object = None, delta: object = 0, rho: object = None,
+                 composition: str = "basic", *, store: LedgerStore | None = None) -> None:
+        if composition not in ("basic", "zcdp"):
+            raise ValueError(f"composition must be 'basic' or 'zcdp', got {composition!r}")
+        if rho is not None:
+            if epsilon is not None:
                 raise ValueError("give either rho or epsilon as the budget, not both")
-            self._mode = "zcdp"
-            self._budget = (exact(self.rho, "rho"),)
-        elif self.epsilon is None:
+            mode, budget = "zcdp", (exact(rho, "rho"),)
+        elif epsilon is None:
             raise ValueError("Accountant needs a budget: epsilon (and delta) or rho")
         else:
-            eps = exact(self.epsilon, "epsilon")
-            delta = exact(self.delta, "delta", allow_zero=True)
-            if delta >= 1:
-                raise ValueError(f"delta must be < 1, got {float(delta)}")
-            if self.composition == "zcdp":
-                if delta == 0:
+            eps = exact(epsilon, "epsilon")
+            d = exact(delta, "delta", allow_zero=True)
+            if d >= 1:
+                raise ValueError(f"delta must be < 1, got {float(d)}")
+            if composition == "zcdp":
+                if d == 0:
                     raise ValueError("composition='zcdp' needs delta > 0")
-                self._mode = "zcdp"
-                self._budget = (approx_dp_to_zcdp_budget(eps, delta),)
-            elif delta == 0:
-                self._mode = "pure"
-                self._budget = (eps,)
+                mode, budget = "zcdp", (approx_dp_to_zcdp_budget(eps, d),)
+            elif d == 0:
+                mode, budget = "pure", (eps,)
             else:
-                self._mode = "approx"
-                self._budget = (eps, delta)
-        self._spent = tuple(Fraction(0) for _ in self._budget)
+                mode, budget = "approx", (eps, d)
+        if store is None:
+            store = MemoryLedgerStore()
+        elif not isinstance(store, LedgerStore):
+            raise TypeError(f"store must be a LedgerStore, got {type(store).__name__}")
+        given = {"epsilon": epsilon, "delta": delta, "rho": rho, "composition": composition}
+        for key, value in {**given, "_mode": mode, "_budget": budget, "_store": store}.items():
+            object.__setattr__(self, key if key.startswith("_") else "_given_" + key, value)
+        self._check_stored_ledger()
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name in _READ_ONLY or name.startswith("_given_"):
+            raise AttributeError(
+                f"Accountant is read-only: cannot set {name!r} (a budget cannot change once "
+                "charges are made against it; make a new Accountant)"
+            )
+        object.__setattr__(self, name, value)  # a subclass's own bookkeeping
+
+    def __delattr__(self, name: str) -> None:
+        if name in _READ_ONLY or name.startswith("_given_"):
+            raise AttributeError(f"Accountant is read-only: cannot delete {name!r}")
+        object.__delattr__(self, name)
+
+    def __repr__(self) -> str:
+        return (f"Accountant(epsilon={self.epsilon!r}, delta={self.delta!r}, rho={self.rho!r}, "
+                f"composition={self.composition!r})")
+
+    @property
+    def epsilon(self) -> object:
+        """The epsilon budget as given (read-only)."""
+        return self._given_epsilon  # type: ignore[attr-defined]
+
+    @property
+    def delta(self) -> object:
+        """The delta budget as given (read-only)."""
+        return self._given_delta  # type: ignore[attr-defined]
+
+    @property
+    def rho(self) -> object:
+        """The zCDP budget as given (read-only)."""
+        return self._given_rho  # type: ignore[attr-defined]
+
+    @property
+    def composition(self) -> str:
+        return self._given_composition  # type: ignore[attr-defined]
+
+    @property
+    def store(self) -> LedgerStore:
+        """The ledger store this accountant commits to."""
+        return self._store  # type: ignore[attr-defined]
+
+    def _check_stored_ledger(self) -> None:
+        """A store handed over with entries must hold costs in this accountant's currency."""
+        entries = self.store.entries()
+        for entry in entries:
+            if self._cost(entry.event) != tuple(entry.cost):
+                raise ValueError(
+                    f"the stored ledger entry {entry.label!r} costs {entry.cost} in another "
+                    "currency than this accountant's; was the store made for another budget?"
+                )
+        if entries and not self._fits(self.store.spent(len(self._budget))):
+            raise ValueError("the stored ledger already spends more than this budget")
 
     # -- conversions -------------------------------------------------------------------------
     def _cost(self, event: PrivacyEvent) -> tuple[Fraction, ...]:
@@ -475,34 +649,43 @@ class Accountant:
             return ApproxDP(values[0], values[1])
         return ZCDP(values[0])
 
-    def _overspend(self, cost: tuple[Fraction, ...]) -> str:
+    def _overspend(self, cost: tuple[Fraction, ...], spent_now: tuple[Fraction, ...]) -> str:
         """The tail of a refusal message: what was spent of what budget."""
-        spent, budget = self._as_event(self._spent), self._as_event(self._budget)
+        spent, budget = self._as_event(spent_now), self._as_event(self._budget)
         text = f"would exceed the budget: spent {spent!r} of {budget!r}"
-        values = (*cost, *self._spent, *self._budget)
+        values = (*cost, *spent_now, *self._budget)
         if any(Fraction(show(x)) != x for x in values):
             # The short displays are rounded; say exactly why the charge does not fit.
-            left = ", ".join(str(b - s) for b, s in zip(self._budget, self._spent))
+            left = ", ".join(str(b - s) for b, s in zip(self._budget, spent_now))
             need = ", ".join(str(c) for c in cost)
             text += f" (exactly: the charge needs {need}, the budget has {left} left)"
         return text
+    def _fits(self, values: tuple[Fraction, ...]) -> bool:
+        return all(v <= b for v, b in zip(values, self._budget))
+
+    def _commit(self, events: list[tuple[PrivacyEvent, str]], what: str) -> None:
+        """The one commit point: charge every event, or none (``BudgetExceededError``)."""
+        entries = [LedgerEntry(str(label), event, self._cost(event)) for event, label in events]
+        if not entries:
+            return
+        total = tuple(sum(costs, Fraction(0)) for costs in zip(*(e.cost for e in entries)))
+
+        def admit(spent: tuple[Fraction, ...]) -> None:
+            if not self._fits(tuple(s + c for s, c in zip(spent, total))):
+                shown = repr(entries[0].event) if len(entries) == 1 else repr(self._as_event(total))
+                raise BudgetExceededError(f"{what} {shown} {self._overspend(total, spent)}")
+
+        self.store.commit(entries, admit)
 
     # -- public API --------------------------------------------------------------------------
     def can_afford(self, event: PrivacyEvent) -> bool:
-        """Whether ``event`` fits in the remaining budget (nothing is charged)."""
+        """Whether ``event`` fits in the remaining budget now (nothing is charged)."""
         cost = self._cost(event)
-        with self._lock:
-            return all(s + c <= b for s, c, b in zip(self._spent, cost, self._budget))
+        return self._fits(tuple(s + c for s, c in zip(self._spent(), cost)))
 
     def compose(self, event: PrivacyEvent, *, label: str = "") -> Accountant:
         """Charge ``event``; return ``self``. Raises :class:`BudgetExceededError` on overspend."""
-        cost = self._cost(event)
-        with self._lock:
-            new = tuple(s + c for s, c in zip(self._spent, cost))
-            if any(n > b for n, b in zip(new, self._budget)):
-                raise BudgetExceededError(f"charge {event!r} {self._overspend(cost)}")
-            self._spent = new
-            self._ledger.append(LedgerEntry(str(label), event, cost))
+        self._commit([(event, label)], "charge")
         return self
 
     charge = compose
@@ -513,27 +696,19 @@ class Accountant:
         Algorithms that know their whole privacy plan in advance (MWEM's rounds) charge it here
         before touching the data, so a refused plan spends nothing.
         """
-        costs = [(self._cost(event), event, str(label)) for event, label in events]
-        with self._lock:
-            new = self._spent
-            for cost, _, _ in costs:
-                new = tuple(s + c for s, c in zip(new, cost))
-            if any(n > b for n, b in zip(new, self._budget)):
-                total = tuple(n - s for n, s in zip(new, self._spent))
-                raise BudgetExceededError(
-                    f"a plan costing {self._as_event(total)!r} {self._overspend(total)}"
-                )
-            self._spent = new
-            self._ledger.extend(LedgerEntry(label, event, cost) for cost, event, label in costs)
+        self._commit(list(events), "a plan costing")
         return self
+
+    def _spent(self) -> tuple[Fraction, ...]:
+        return self.store.spent(len(self._budget))
 
     def spent(self) -> PrivacyEvent:
         """What has been charged, in this accountant's currency."""
-        return self._as_event(self._spent)
+        return self._as_event(self._spent())
 
     def remaining(self) -> PrivacyEvent:
         """What is left of the budget."""
-        return self._as_event(tuple(b - s for b, s in zip(self._budget, self._spent)))
+        return self._as_event(tuple(b - s for b, s in zip(self._budget, self._spent())))
 
     def budget(self) -> PrivacyEvent:
         """The whole budget, in this accountant's currency."""
@@ -542,23 +717,18 @@ class Accountant:
     @property
     def ledger(self) -> tuple[LedgerEntry, ...]:
         """Every accepted charge, in order."""
-        with self._lock:
-            return tuple(self._ledger)
+        return self.store.entries()
 
     def ledger_records(self) -> list[dict[str, object]]:
         """The ledger as JSON-ready dictionaries (numbers as floats and exact strings)."""
         return ledger_records(self.ledger)
 
     def __getstate__(self) -> dict[str, object]:
-        # A lock cannot be pickled or copied; a copy gets a fresh one.
-        state = self.__dict__.copy()
-        del state["_lock"]
-        state["_ledger"] = list(self._ledger)
-        return state
+        return dict(self.__dict__)
 
     def __setstate__(self, state: dict[str, object]) -> None:
-        self.__dict__.update(state)
-        self._lock = threading.Lock()
+        for key, value in state.items():
+            object.__setattr__(self, key, value)
 
 
 def ledger_records(entries: tuple[LedgerEntry, ...] | list[LedgerEntry]) -> list[dict[str, object]]:

@@ -107,8 +107,8 @@ def test_rows_are_streamed_in_blocks(cli, tmp_path, monkeypatch):
 class RecordingAccountant(Accountant):
     made: list[Accountant] = []
 
-    def __post_init__(self):
-        super().__post_init__()
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
         RecordingAccountant.made.append(self)
 
 

@@ -10,7 +10,12 @@ from fastmwem.accounting import ApproxDP, BoundedRange
 from fastmwem.data import Dataset, Domain
 from fastmwem.evaluation import workload_error
 from fastmwem.mechanisms import ExponentialMechanism
-from fastmwem.release.pmw_offline import PMWConfig, _LazyChooser, pmw, pmw_privacy_plan
+from fastmwem.release.pmw_offline import (
+    OfflinePMWConfig,
+    _LazyChooser,
+    pmw_offline,
+    pmw_offline_privacy_plan,
+)
 from fastmwem.testing import chi_square_pvalue
 from fastmwem.workloads import Marginals, RandomCountingQueries
 
@@ -25,18 +30,18 @@ def _data(domain: Domain, n: int, seed: int) -> Dataset:
 
 @pytest.mark.parametrize("composition", ["zcdp", "advanced"])
 def test_the_plan_fills_but_never_exceeds_the_budget(composition):
-    config = PMWConfig(epsilon=1.0, delta=1e-6, rounds=50, composition=composition)
+    config = OfflinePMWConfig(epsilon=1.0, delta=1e-6, rounds=50, composition=composition)
     accountant = (Accountant(epsilon=1.0, delta=1e-6, composition="zcdp")
                   if composition == "zcdp" else Accountant(epsilon=1.0, delta=1e-6))
-    accountant.compose_all(pmw_privacy_plan(config))
+    accountant.compose_all(pmw_offline_privacy_plan(config))
     # a slightly larger epsilon0 would not fit: the per-round share is (nearly) maximal
-    bigger = PMWConfig(epsilon=1.0 + 1e-3, delta=1e-6, rounds=50, composition=composition)
+    bigger = OfflinePMWConfig(epsilon=1.0 + 1e-3, delta=1e-6, rounds=50, composition=composition)
     fresh = (Accountant(epsilon=1.0, delta=1e-6, composition="zcdp")
              if composition == "zcdp" else Accountant(epsilon=1.0, delta=1e-6))
     with pytest.raises(BudgetExceededError):
-        fresh.compose_all(pmw_privacy_plan(bigger))
+        fresh.compose_all(pmw_offline_privacy_plan(bigger))
     assert fresh.ledger == ()
-    events = [e for e, _ in pmw_privacy_plan(config)]
+    events = [e for e, _ in pmw_offline_privacy_plan(config)]
     kinds = {type(e) for e in events}
     assert kinds <= ({BoundedRange} | {type(events[0])} if composition == "zcdp"
                      else {ApproxDP} | {type(events[0])})
@@ -66,7 +71,7 @@ def test_pmw_improves_on_the_uniform_distribution(selection):
     dataset = _data(domain, 5000, seed=5)
     workload = Marginals.all_kway(domain, 1)
     uniform = workload_error(dataset.histogram(), np.ones(domain.size), workload)["mean_group_l1"]
-    result = pmw(dataset, workload, epsilon=5.0, delta=1e-6, rounds=200, selection=selection,
+    result = pmw_offline(dataset, workload, epsilon=5.0, delta=1e-6, rounds=200, selection=selection,
                  rng=np.random.default_rng(6))
     error = workload_error(dataset.histogram(), result.histogram, workload)["mean_group_l1"]
     assert error < 0.6 * uniform
@@ -88,5 +93,5 @@ def test_bad_input_is_refused_before_the_charge(options, message):
     accountant = Accountant(epsilon=1.0, delta=1e-6, composition="zcdp")
     arguments = {"epsilon": 1.0, "delta": 1e-6, "rounds": 5, **options}
     with pytest.raises((ValueError, TypeError), match=message):
-        pmw(dataset, Marginals.all_kway(domain, 1), accountant=accountant, **arguments)
+        pmw_offline(dataset, Marginals.all_kway(domain, 1), accountant=accountant, **arguments)
     assert accountant.ledger == ()

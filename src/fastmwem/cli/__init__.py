@@ -24,7 +24,7 @@ from fastmwem.accounting import BudgetExceededError
 __all__ = ["main", "CLIError", "SUBCOMMANDS", "Terminated", "print_warning", "warn_seeded"]
 
 #: Modules of this package that provide a subcommand, in the order shown by ``--help``.
-SUBCOMMANDS: tuple[str, ...] = ("synth", "topk")
+SUBCOMMANDS: tuple[str, ...] = ("synth", "topk", "serve", "ask")
 
 
 class CLIError(Exception):

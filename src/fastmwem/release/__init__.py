@@ -1,9 +1,10 @@
-"""Release algorithms: MWEM (classic and fast), offline private multiplicative weights, and the
-multiplicative-weights state they share."""
+"""Release algorithms: MWEM (classic and fast), private multiplicative weights (offline, and the
+online session), and the multiplicative-weights state they share."""
 
 from fastmwem.release.defaults import mwem_auto
 from fastmwem.release.mwem import MWEMConfig, mwem, mwem_privacy_plan
-from fastmwem.release.pmw_offline import PMWConfig, pmw, pmw_privacy_plan
+from fastmwem.release.pmw import Answer, PMWConfig, PMWRecord, PMWSession, SessionExhaustedError
+from fastmwem.release.pmw_offline import OfflinePMWConfig, pmw_offline, pmw_offline_privacy_plan
 from fastmwem.release.resources import MWEMResources, mwem_resources
 from fastmwem.release.result import MWEMResult, RoundRecord
 from fastmwem.release.selection import (
@@ -15,6 +16,7 @@ from fastmwem.release.selection import (
 from fastmwem.release.state import MWState
 
 __all__ = ["mwem", "MWEMConfig", "MWEMResult", "RoundRecord", "MWState", "mwem_privacy_plan",
-           "mwem_resources", "MWEMResources", "mwem_auto", "pmw", "PMWConfig",
-           "pmw_privacy_plan", "RoundSelection", "ScanSelection", "LazySelection",
-           "register_selection"]
+           "mwem_resources", "MWEMResources", "mwem_auto", "pmw_offline", "OfflinePMWConfig",
+           "pmw_offline_privacy_plan", "RoundSelection", "ScanSelection", "LazySelection",
+           "register_selection", "PMWSession", "PMWConfig", "PMWRecord", "Answer",
+           "SessionExhaustedError"]

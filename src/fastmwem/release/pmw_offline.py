@@ -41,11 +41,11 @@ from fastmwem.mechanisms.seeding import warn_if_seeded
 from fastmwem.random import make_rng
 from fastmwem.release.result import MWEMResult, RoundRecord
 
-__all__ = ["PMWConfig", "pmw", "pmw_privacy_plan"]
+__all__ = ["OfflinePMWConfig", "pmw_offline", "pmw_offline_privacy_plan"]
 
 
 @dataclass(frozen=True)
-class PMWConfig:
+class OfflinePMWConfig:
     """Public parameters of an offline private-multiplicative-weights run.
 
     Args:
@@ -124,7 +124,7 @@ def _float_below(value: Fraction) -> float:
     return out
 
 
-def pmw_privacy_plan(config: PMWConfig) -> list[tuple[PrivacyEvent, str]]:
+def pmw_offline_privacy_plan(config: OfflinePMWConfig) -> list[tuple[PrivacyEvent, str]]:
     """The ``(event, label)`` list a run charges, from public parameters only."""
     plan: list[tuple[PrivacyEvent, str]] = []
     count = config.count_epsilon()
@@ -141,13 +141,13 @@ def pmw_privacy_plan(config: PMWConfig) -> list[tuple[PrivacyEvent, str]]:
     return plan
 
 
-def _accountant_for(config: PMWConfig) -> Accountant:
+def _accountant_for(config: OfflinePMWConfig) -> Accountant:
     if config.composition == "zcdp":
         return Accountant(epsilon=config.epsilon, delta=config.delta, composition="zcdp")
     return Accountant(epsilon=config.epsilon, delta=config.delta)
 
 
-def pmw(dataset: object, workload: object, *, epsilon: float, delta: float, rounds: int = 100,
+def pmw_offline(dataset: object, workload: object, *, epsilon: float, delta: float, rounds: int = 100,
         rng: object = None, accountant: Accountant | None = None, schema: object = None,
         **options: object) -> MWEMResult:
     """Offline private multiplicative weights (Fast-MWEM Algorithm 2 with ``selection="lazy"``).
@@ -170,7 +170,7 @@ def pmw(dataset: object, workload: object, *, epsilon: float, delta: float, roun
         rng: seed (tests only) or Generator.
         accountant: charged with the plan; default a fresh one of the right kind.
         schema: decodes sampled records, as in :func:`fastmwem.mwem`.
-        **options: other fields of :class:`PMWConfig`.
+        **options: other fields of :class:`OfflinePMWConfig`.
 
     Returns:
         An :class:`~fastmwem.release.result.MWEMResult` whose ``measurements`` are empty and whose
@@ -178,16 +178,16 @@ def pmw(dataset: object, workload: object, *, epsilon: float, delta: float, roun
     """
     from fastmwem.release.mwem import check_release_inputs
 
-    config = PMWConfig(epsilon=epsilon, delta=delta, rounds=rounds, **options)  # type: ignore[arg-type]
+    config = OfflinePMWConfig(epsilon=epsilon, delta=delta, rounds=rounds, **options)  # type: ignore[arg-type]
     domain = check_release_inputs(dataset, workload)
-    plan = pmw_privacy_plan(config)
+    plan = pmw_offline_privacy_plan(config)
     chooser = _make_chooser(config, workload)
     if accountant is None:
         accountant = _accountant_for(config)
     elif not isinstance(accountant, Accountant):
         raise TypeError(f"accountant must be an Accountant, got {type(accountant).__name__}")
     generator = make_rng(rng)
-    seeded = warn_if_seeded(rng, "pmw")
+    seeded = warn_if_seeded(rng, "pmw_offline")
     accountant.compose_all(plan)  # all or nothing, before the data is read
     result = _run(dataset, workload, domain, config, chooser, generator, accountant, schema)
     return dataclasses.replace(result, seeded=True) if seeded else result
@@ -231,14 +231,14 @@ class _LazyChooser:
         return int(self.mechanism.select(synthetic - true_hist, rng=rng))
 
 
-def _make_chooser(config: PMWConfig, workload: object) -> _ScanChooser | _LazyChooser:
+def _make_chooser(config: OfflinePMWConfig, workload: object) -> _ScanChooser | _LazyChooser:
     eps0 = config.round_epsilon()
     if config.selection == "lazy":
         return _LazyChooser(workload, eps0, config.index, config.k)
     return _ScanChooser(workload, eps0)
 
 
-def _run(dataset: object, workload: object, domain: object, config: PMWConfig,
+def _run(dataset: object, workload: object, domain: object, config: OfflinePMWConfig,
          chooser: _ScanChooser | _LazyChooser, rng: np.random.Generator,
          accountant: Accountant, schema: object) -> MWEMResult:
     true_hist = np.asarray(dataset.histogram(), dtype=np.float64)  # type: ignore[attr-defined]

@@ -89,9 +89,14 @@ class MWState:
                    current: np.ndarray) -> tuple[np.ndarray, float]:
         """Unit residuals ``(clip(m / total) - q(p)) / s`` in ``[-2, 2]``, and ``s``."""
         s = float(workload.query_sensitivity)
-        low = 0.0 if getattr(workload, "nonnegative_queries", False) else -s
+        nonnegative = bool(getattr(workload, "nonnegative_queries", False))
+        return self._unit_residuals(measured, current, s, nonnegative), s
+
+    def _unit_residuals(self, measured: np.ndarray, current: np.ndarray, s: float,
+                        nonnegative: bool) -> np.ndarray:
+        low = 0.0 if nonnegative else -s
         target = np.clip(np.asarray(measured, dtype=np.float64) / self.total, low, s)
-        return (target - current) / s, s
+        return (target - current) / s
 
     def update_group(self, workload: LinearWorkload, group: int, measured: np.ndarray) -> None:
         """Multiplicative-weights step for a measured group (one noisy answer per query)."""
@@ -135,3 +140,22 @@ class MWState:
 
     def _normalise(self) -> None:
         self.distribution /= self.distribution.sum()
+
+    def update_vector(self, query: np.ndarray, measured: float) -> None:
+        """Multiplicative-weights step for one measured query given as a vector over the cells.
+
+        The same rule as :meth:`update_query` (Online Private Multiplicative Weights measures
+        queries one at a time, outside any workload); ``s`` is ``max |query|``.
+        """
+        q = np.asarray(query, dtype=np.float64).reshape(-1)
+        if q.size != self.distribution.size:
+            raise ValueError(f"query must have {self.distribution.size} cells, got {q.size}")
+        s = float(np.abs(q).max())
+        if not np.isfinite(s) or s == 0:
+            raise ValueError("query must be finite and not all zero")
+        current = np.array([float(np.einsum("i,i->", q, self.distribution))])  # no BLAS threads
+        residual = float(self._unit_residuals(np.array([measured]), current, s,
+                                              bool(q.min() >= 0))[0])
+        # |residual| <= 2 and |q(x)| / s <= 1: every factor lies within e^(+-1).
+        self.distribution *= np.exp(q * (residual / (2.0 * s)))
+        self._normalise()

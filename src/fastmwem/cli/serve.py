@@ -1,0 +1,125 @@
+"""``fastmwem serve``: an Online Private Multiplicative Weights query service over HTTP."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import sys
+from pathlib import Path
+
+from fastmwem.cli import CLIError, warn_seeded
+from fastmwem.cli._io import check_input_file, read_text_file
+from fastmwem.data import Dataset, Domain
+from fastmwem.release.pmw import PMWConfig
+
+__all__ = ["register"]
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "serve",
+        help="serve private answers to linear queries (Online PMW) over HTTP",
+        description=(
+            "Serve an HTTP JSON API on DATA (a CSV of integer codes with --domain): analysts ask "
+            "linear queries; answers come from a synthetic distribution while the sparse vector "
+            "says it is accurate, and from a noisy measurement plus an update otherwise. Pure "
+            "epsilon-DP under add/remove-one-record neighbours for everything released. The "
+            "state (ledger, measurements) lives in --state: a SQLite file (WAL mode) or a "
+            "postgresql:// URL; restarting with the same arguments resumes the session."
+        ),
+    )
+    parser.add_argument("data", help="input CSV of integer codes")
+    parser.add_argument("--domain", required=True, help='domain JSON {"column": size}')
+    parser.add_argument("--epsilon", type=float, required=True, help="total privacy budget")
+    parser.add_argument("--state", required=True,
+                        help="state: a SQLite file path or a postgresql:// URL")
+    parser.add_argument("--admin-token-file", required=True,
+                        help="file holding the admin token; created (mode 0600) with a new "
+                             "random token if missing")
+    parser.add_argument("--alpha", type=float, default=0.05,
+                        help="accuracy threshold as a fraction of the record count (default 0.05)")
+    parser.add_argument("--max-updates", type=int, default=50,
+                        help="multiplicative-weights updates allowed (default 50)")
+    parser.add_argument("--total", type=int, default=None,
+                        help="public record count (default: a noisy count, 1%% of epsilon)")
+    parser.add_argument("--sv-fraction", type=float, default=0.5,
+                        help="share of each update's epsilon for the sparse vector (default 0.5)")
+    parser.add_argument("--reuse-passes", type=int, default=0,
+                        help="MW passes over all measurements after each update (default 0)")
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default loopback)")
+    parser.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    parser.add_argument("--rate", type=float, default=20.0,
+                        help="requests a second per token (default 20)")
+    parser.add_argument("--burst", type=int, default=40, help="burst per token (default 40)")
+    parser.add_argument("--max-body", type=int, default=4 * 2**20,
+                        help="largest request body in bytes (default 4 MiB)")
+    parser.add_argument("--seed", type=int, default=None,
+                        help="seed for tests only: the answers are NOT private with it")
+    parser.set_defaults(handler=run)
+
+
+def _admin_token(path: str) -> str:
+    """The token in ``path``, or a new one written there (never over an existing file)."""
+    if os.path.exists(path):
+        token = read_text_file(lambda p: Path(p).read_text(encoding="utf-8"), path,
+                               "--admin-token-file").strip()
+        if not token.startswith("admin."):
+            raise CLIError(f"--admin-token-file {path!r} does not hold an admin token")
+        return token
+    from fastmwem.service.tokens import new_token
+
+    token, _ = new_token("admin")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(token + "\n")
+    print(f"fastmwem serve: wrote a new admin token to {path}", file=sys.stderr)
+    return token
+
+
+def _check_numbers(args: argparse.Namespace) -> None:
+    if not 0 < args.port < 65536:
+        raise CLIError(f"--port must be in 1..65535, got {args.port}")
+    if not args.rate > 0 or args.burst < 1:
+        raise CLIError("--rate must be > 0 and --burst >= 1")
+    if args.max_body < 1024:
+        raise CLIError(f"--max-body must be at least 1024 bytes, got {args.max_body}")
+    if args.seed is not None and args.seed < 0:
+        raise CLIError("--seed must be a non-negative integer")
+
+
+def run(args: argparse.Namespace) -> int:
+    _check_numbers(args)
+    config = PMWConfig(epsilon=args.epsilon, alpha=args.alpha, max_updates=args.max_updates,
+                       total=args.total, sv_fraction=args.sv_fraction,
+                       reuse_passes=args.reuse_passes)
+    check_input_file(args.data, "DATA")
+    check_input_file(args.domain, "--domain")
+    domain = read_text_file(Domain.from_json, args.domain, "--domain")
+    dataset = read_text_file(lambda path: Dataset.from_csv(path, domain), args.data, "DATA")
+    with open(args.data, "rb") as fh:
+        data_hash = hashlib.sha256(fh.read()).hexdigest()
+    from fastmwem.service.app import create_app
+    from fastmwem.service.core import QueryService
+    from fastmwem.service.store import open_store
+
+    store = open_store(args.state)  # checks the path before anything is written
+    admin_token = _admin_token(args.admin_token_file)
+    if args.seed is not None:
+        warn_seeded("serve")
+    try:
+        service = QueryService(store, dataset, config, admin_token=admin_token,
+                               data_hash=data_hash, rng=args.seed)
+    except RuntimeError as exc:  # another server holds the state
+        raise CLIError(str(exc)) from None
+    except Exception as exc:
+        if type(exc).__module__.startswith(("psycopg", "sqlite3")):
+            raise CLIError(f"--state: {exc}".splitlines()[0]) from None
+        raise
+    app = create_app(service, rate=args.rate, burst=args.burst, max_body=args.max_body)
+    import uvicorn
+
+    print(f"fastmwem serve: http://{args.host}:{args.port} (budget page /budget, API /docs)",
+          file=sys.stderr, flush=True)
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
+    return 0

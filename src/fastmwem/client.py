@@ -1,0 +1,93 @@
+"""A small client for the query service (``fastmwem serve``), on the standard library only.
+
+>>> client = Client("http://127.0.0.1:8000", "a1.secret")
+>>> client.url
+'http://127.0.0.1:8000'
+
+Analysts: :meth:`Client.ask`, :meth:`Client.budget`, :meth:`Client.log`, :meth:`Client.domain`.
+The data owner (admin token): :meth:`Client.add_analyst`, :meth:`Client.set_budget`,
+:meth:`Client.analysts`, :meth:`Client.owner_budget`, :meth:`Client.owner_log`. A refused request
+raises :class:`ServiceError` with the server's message and HTTP status.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.parse
+import urllib.request
+import uuid
+from typing import Any
+
+__all__ = ["Client", "ServiceError"]
+
+
+class ServiceError(Exception):
+    """The service refused a request: ``status`` is the HTTP status, the message the reason."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(f"HTTP {status}: {message}")
+        self.status = status
+        self.message = message
+
+
+class Client:
+    """Talks JSON to a query service at ``url`` with a bearer ``token``."""
+
+    def __init__(self, url: str, token: str, *, timeout: float = 60.0) -> None:
+        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+            raise ValueError(f"url must start with http:// or https://, got {url!r}")
+        if not isinstance(token, str) or not token.strip():
+            raise ValueError("token must be a non-empty string")
+        self.url = url.rstrip("/")
+        self._token = token.strip()
+        self.timeout = float(timeout)
+
+    def _call(self, method: str, path: str, body: object = None) -> Any:
+        data = None if body is None else json.dumps(body).encode("utf-8")
+        request = urllib.request.Request(self.url + path, data=data, method=method, headers={
+            "Authorization": f"Bearer {self._token}", "Content-Type": "application/json",
+            "Accept": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                return json.loads(response.read().decode("utf-8"))
+        except urllib.error.HTTPError as exc:
+            raw = exc.read().decode("utf-8", "replace")
+            try:
+                message = json.loads(raw).get("error", raw)
+            except (ValueError, AttributeError):
+                message = raw or exc.reason
+            raise ServiceError(exc.code, str(message)) from None
+
+    # -- analysts ------------------------------------------------------------------------------
+    def ask(self, query: dict, *, request_id: str | None = None) -> dict[str, Any]:
+        """Ask one query; a retry with the same ``request_id`` returns the same answer."""
+        rid = request_id if request_id is not None else uuid.uuid4().hex
+        return self._call("POST", "/v1/query", {"query": query, "request_id": rid})
+
+    def budget(self) -> dict[str, Any]:
+        return self._call("GET", "/v1/budget")
+
+    def log(self) -> list[dict[str, Any]]:
+        return self._call("GET", "/v1/log")
+
+    def domain(self) -> dict[str, int]:
+        return self._call("GET", "/v1/domain")
+
+    # -- the data owner --------------------------------------------------------------------------
+    def add_analyst(self, name: str, budget: float) -> dict[str, Any]:
+        """Create an analyst; the answer holds its token (shown this once)."""
+        return self._call("POST", "/v1/admin/analysts", {"name": name, "budget": budget})
+
+    def set_budget(self, name: str, budget: float) -> dict[str, Any]:
+        return self._call("PUT", "/v1/admin/analysts/" + urllib.parse.quote(name, safe=""),
+                          {"budget": budget})
+
+    def analysts(self) -> list[dict[str, Any]]:
+        return self._call("GET", "/v1/admin/analysts")
+
+    def owner_budget(self) -> dict[str, Any]:
+        return self._call("GET", "/v1/admin/budget")
+
+    def owner_log(self) -> list[dict[str, Any]]:
+        return self._call("GET", "/v1/admin/log")

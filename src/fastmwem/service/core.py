@@ -1,0 +1,253 @@
+"""The service without HTTP: one PMW session over a store, its principals and its commits.
+
+Order of events for a query (the privacy rules: charge before the data is touched, release only
+what is committed):
+
+1. the token, the rate limit and the query are checked (a refusal spends nothing);
+2. under the session lock, a request id seen before returns the stored answer (no new release);
+3. if the query opens an epoch, its charge is committed (global and analyst budgets, one
+   transaction) before the noisy threshold is drawn;
+4. the answer, its measurement and the sparse-vector state are committed in one transaction;
+5. only then is the answer returned. A crash between 3 and 4 leaves the epoch paid and unused;
+   on restart the paid epoch is used without a second charge.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from fractions import Fraction
+
+from fastmwem.accounting import Accountant, BudgetExceededError, exact
+from fastmwem.data.domain import Domain
+from fastmwem.release.pmw import (
+    COUNT_LABEL,
+    EPOCH_LABEL,
+    PMWConfig,
+    PMWRecord,
+    PMWSession,
+)
+from fastmwem.release.queries import query_vector
+from fastmwem.service import tokens
+from fastmwem.service.store import GLOBAL, AnalystLedger, Store, StoredAnswer, analyst_scope
+
+__all__ = ["QueryService", "Principal", "AuthError", "RateLimiter", "RateLimitError"]
+
+FORMAT = "fastmwem-service-1"
+
+
+class AuthError(Exception):
+    """A missing, malformed or wrong token (HTTP 401), or a right token on the wrong side (403)."""
+
+    def __init__(self, message: str, status: int = 401) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class RateLimitError(Exception):
+    """Too many requests from one principal (HTTP 429)."""
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who a request comes from: the data owner (``admin``) or an analyst."""
+
+    kind: str  # "admin" or "analyst"
+    analyst_id: int | None = None
+
+    @property
+    def key(self) -> str:
+        return "admin" if self.kind == "admin" else f"a{self.analyst_id}"
+
+
+class RateLimiter:
+    """A token bucket per principal: ``rate`` requests a second, bursts up to ``burst``."""
+
+    def __init__(self, rate: float, burst: int) -> None:
+        self.rate = float(rate)
+        self.burst = int(burst)
+        self._buckets: dict[str, tuple[float, float]] = {}
+        self._lock = threading.Lock()
+
+    def check(self, key: str) -> None:
+        now = time.monotonic()
+        with self._lock:
+            level, last = self._buckets.get(key, (float(self.burst), now))
+            level = min(float(self.burst), level + (now - last) * self.rate)
+            if level < 1:
+                raise RateLimitError(f"rate limit: at most {self.rate:g} requests a second "
+                                     f"(bursts of {self.burst}); retry later")
+            self._buckets[key] = (level - 1, now)
+
+
+class QueryService:
+    """A PMW session served to several analysts, with its state in ``store``."""
+
+    def __init__(self, store: Store, dataset: object, config: PMWConfig, *, admin_token: str,
+                 data_hash: str, rng: object = None) -> None:
+        self.store = store
+        self.config = config
+        self.domain: Domain = dataset.domain  # type: ignore[attr-defined]
+        self._dataset = dataset
+        self._rng = rng
+        self._lock = threading.Lock()
+        self._accountants: dict[int | None, Accountant] = {}
+        meta = {"format": FORMAT, "domain": json.dumps(self.domain.to_dict()),
+                "pmw": json.dumps(config.to_dict(), sort_keys=True), "data_sha256": data_hash,
+                "admin_hash": self._admin_hash(admin_token)}
+        store.create_schema()
+        store.lease()
+        try:
+            if not store.initialise(meta, exact(config.epsilon, "epsilon")):
+                self._check_meta(store.meta(), meta)
+            self._admin_stored = store.meta()["admin_hash"]
+            self._load()
+        except BaseException:
+            store.close()  # give up the lease: nothing is served
+            raise
+
+    # -- start-up ----------------------------------------------------------------------------------
+    @staticmethod
+    def _admin_hash(admin_token: str) -> str:
+        parts = tokens.split_token(admin_token)
+        if parts is None or parts[0] != "admin":
+            raise ValueError("the admin token must look like 'admin.<secret>'")
+        return tokens.token_hash(parts[1])
+
+    @staticmethod
+    def _check_meta(stored: dict[str, str], wanted: dict[str, str]) -> None:
+        names = {"format": "state format", "domain": "domain", "pmw": "session parameters "
+                 "(epsilon, alpha, max updates, ...): budgets are read-only",
+                 "data_sha256": "data file", "admin_hash": "admin token"}
+        for key, what in names.items():
+            if stored.get(key) != wanted[key]:
+                raise ValueError(f"the state was made with another {what}; serve it with the same "
+                                 "settings, or start a new state")
+
+    def _load(self) -> None:
+        """(Re)build the session from the store: the store is the truth."""
+        total, threshold = self.store.session_row()
+        labels = [entry.label for entry, _, _ in self.store.ledger()]
+        record = PMWRecord(self.config, total=total, count_paid=COUNT_LABEL in labels,
+                           epochs_paid=sum(label.startswith(EPOCH_LABEL) for label in labels),
+                           noisy_threshold=threshold, measurements=self.store.measurements())
+        self._accountants.clear()
+        self.session = PMWSession.resume(self._dataset, record, rng=self._rng,
+                                         accountant=self._accountant(None))
+        if total is None:
+            self.store.set_total(self.session.total)
+
+    def _accountant(self, analyst_id: int | None) -> Accountant:
+        acc = self._accountants.get(analyst_id)
+        if acc is None:
+            acc = Accountant(epsilon=self.config.epsilon,
+                             store=AnalystLedger(self.store, analyst_id))
+            self._accountants[analyst_id] = acc
+        return acc
+
+    # -- principals --------------------------------------------------------------------------------
+    def authenticate(self, header: str | None) -> Principal:
+        if not header:
+            raise AuthError("missing token: send 'Authorization: Bearer <token>'")
+        scheme, _, token = header.partition(" ")
+        parts = tokens.split_token(token.strip()) if scheme.lower() == "bearer" else None
+        if parts is None:
+            raise AuthError("malformed token: send 'Authorization: Bearer <token>'")
+        principal, secret = parts
+        if principal == "admin":
+            if tokens.matches(secret, self._admin_stored):
+                return Principal("admin")
+        elif principal[:1] == "a" and principal[1:].isdigit() and len(principal) < 20:
+            analyst_id = int(principal[1:])
+            if tokens.matches(secret, self.store.analyst_hash(analyst_id)):
+                return Principal("analyst", analyst_id)
+        else:
+            tokens.matches(secret, None)  # the same work as for a known principal
+        raise AuthError("invalid token")
+
+    def add_analyst(self, name: object, budget: object) -> dict[str, object]:
+        if not isinstance(name, str) or not name.strip() or len(name) > 100:
+            raise ValueError("name must be a non-empty string of at most 100 characters")
+        eps = _budget(budget)
+        token: dict[str, str] = {}
+
+        def make_hash(analyst_id: int) -> str:
+            token["value"], digest = tokens.new_token(f"a{analyst_id}")
+            return digest
+
+        analyst_id = self.store.add_analyst(name, eps, make_hash)
+        return {"id": analyst_id, "name": name, "budget": float(eps), "token": token["value"]}
+
+    def set_budget(self, name: str, budget: object) -> dict[str, object]:
+        self.store.set_analyst_budget(name, _budget(budget))
+        return next(a for a in self.store.analysts() if a["name"] == name)
+
+    # -- answering ---------------------------------------------------------------------------------
+    def answer(self, principal: Principal, query: object, request_id: object) -> dict[str, object]:
+        if principal.kind != "analyst" or principal.analyst_id is None:
+            raise AuthError("only analysts ask queries; the admin token cannot", status=403)
+        if request_id is None:
+            request_id = uuid.uuid4().hex
+        if not isinstance(request_id, str) or not 0 < len(request_id) <= 100:
+            raise ValueError("request_id must be a string of 1 to 100 characters")
+        if not isinstance(query, dict):
+            raise ValueError("query must be a JSON object such as {\"cell\": {\"attr\": 0}}")
+        query_vector(self.domain, query)  # a bad query is refused before anything else
+        analyst = principal.analyst_id
+        with self._lock:
+            stored = self.store.find_answer(analyst, request_id)
+            if stored is not None:
+                return {**stored.to_json(), "replayed": True}
+            try:
+                ans = self.session.answer(query, accountant=self._accountant(analyst))
+                stored = StoredAnswer(analyst, request_id, query, ans.value, ans.source,
+                                      ans.charged, ans.updates, time.time())
+                self.store.save_answer(stored, ans.source == "measured",
+                                       self.session.noisy_threshold)
+            except (BudgetExceededError, ValueError, TypeError):
+                raise  # refused before the session changed
+            except BaseException:
+                # The in-memory session may be ahead of what was committed: the store decides.
+                self._load()
+                raise
+        return {**stored.to_json(), "replayed": False}
+
+    # -- reading -----------------------------------------------------------------------------------
+    def analyst_budget(self, analyst_id: int) -> dict[str, object]:
+        budget, spent = self.store.budget(analyst_scope(analyst_id)) or (Fraction(0), Fraction(0))
+        return {"budget": float(budget), "spent": float(spent), "remaining": float(budget - spent),
+                "session": self._session_figures()}
+
+    def _session_figures(self) -> dict[str, object]:
+        budget, spent = self.store.budget(GLOBAL)  # type: ignore[misc]
+        return {"epsilon": float(budget), "spent": float(spent),
+                "remaining": float(budget - spent), "updates": self.session.updates,
+                "max_updates": self.config.max_updates, "alpha": self.config.alpha}
+
+    def owner_budget(self) -> dict[str, object]:
+        budget = self.store.budget(GLOBAL)[0]  # type: ignore[index]
+        names = {a["id"]: a["name"] for a in self.store.analysts()}
+        spent = Fraction(0)
+        history = []
+        for entry, analyst_id, created in self.store.ledger():
+            spent += entry.cost[0]
+            history.append({"time": created, "label": entry.label,
+                            "analyst": names.get(analyst_id), "spent": float(spent),
+                            "remaining": float(budget - spent)})
+        return {**self._session_figures(), "history": history,
+                "analysts": self.store.analysts()}
+
+    def log(self, analyst_id: int | None) -> list[dict[str, object]]:
+        if analyst_id is not None:
+            return [a.to_json() for a in self.store.answers(analyst_id)]
+        names = {a["id"]: a["name"] for a in self.store.analysts()}
+        return [{**a.to_json(), "analyst": names.get(a.analyst_id)} for a in self.store.answers()]
+
+
+def _budget(value: object) -> Fraction:
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ValueError("budget must be a number (epsilon)")
+    return exact(value, "budget", allow_zero=True)

@@ -1,0 +1,382 @@
+"""Durable service state in SQLite (WAL mode, the default) or PostgreSQL (psycopg 3).
+
+One schema for both. Budgets are kept as exact fractions (text) in ``budgets`` rows: ``global``
+(the data owner's epsilon) and ``analyst:<id>`` (each analyst's share). A charge is one
+transaction that locks those rows (SQLite ``BEGIN IMMEDIATE``; PostgreSQL ``SELECT ... FOR
+UPDATE``), checks both budgets, appends to ``ledger`` and updates ``spent``: concurrent requests,
+in one process or several, can never overspend. Every commit is durable before it returns
+(SQLite ``synchronous=FULL``; PostgreSQL's default), so a charge counts as spent even if the
+server dies before answering.
+
+The state holds the secret sparse-vector threshold and a hash of the data file: protect it like
+the data.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+
+from fastmwem.accounting import (
+    Admit,
+    BudgetExceededError,
+    LedgerEntry,
+    entry_from_record,
+    entry_to_record,
+)
+
+__all__ = ["Store", "SQLiteStore", "PostgresStore", "open_store", "AnalystLedger", "StoredAnswer"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS budgets (scope TEXT PRIMARY KEY, budget TEXT NOT NULL,
+    spent TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS analysts (id {serial} PRIMARY KEY, name TEXT UNIQUE NOT NULL,
+    token_hash TEXT NOT NULL, created DOUBLE PRECISION NOT NULL);
+CREATE TABLE IF NOT EXISTS ledger (seq {serial} PRIMARY KEY, analyst_id INTEGER,
+    record TEXT NOT NULL, epsilon DOUBLE PRECISION NOT NULL, created DOUBLE PRECISION NOT NULL);
+CREATE TABLE IF NOT EXISTS answers (seq {serial} PRIMARY KEY, analyst_id INTEGER NOT NULL,
+    request_id TEXT NOT NULL, query TEXT NOT NULL, value DOUBLE PRECISION NOT NULL,
+    source TEXT NOT NULL, charged DOUBLE PRECISION NOT NULL, updates INTEGER NOT NULL,
+    created DOUBLE PRECISION NOT NULL, UNIQUE (analyst_id, request_id));
+CREATE TABLE IF NOT EXISTS measurements (seq INTEGER PRIMARY KEY, query TEXT NOT NULL,
+    value DOUBLE PRECISION NOT NULL);
+CREATE TABLE IF NOT EXISTS session (id INTEGER PRIMARY KEY, total DOUBLE PRECISION,
+    noisy_threshold BIGINT);
+"""
+
+GLOBAL = "global"
+
+
+def analyst_scope(analyst_id: int) -> str:
+    return f"analyst:{analyst_id}"
+
+
+@dataclass(frozen=True)
+class StoredAnswer:
+    analyst_id: int
+    request_id: str
+    query: dict
+    value: float
+    source: str
+    charged: float
+    updates: int
+    created: float
+
+    def to_json(self) -> dict[str, object]:
+        return {"request_id": self.request_id, "query": self.query, "value": self.value,
+                "source": self.source, "charged": self.charged, "updates": self.updates,
+                "time": self.created}
+
+
+class Store:
+    """The SQL shared by both back ends; subclasses provide connections and row locks."""
+
+    placeholder = "?"
+    serial = "INTEGER"
+    lock_suffix = ""
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+
+    # -- connections and transactions -------------------------------------------------------------
+    def _connect(self) -> object:
+        raise NotImplementedError
+
+    def _conn(self) -> object:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._local.conn = self._connect()
+        return conn
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[_Cursor]:
+        """A write transaction, committed durably on exit, rolled back on any exception."""
+        raise NotImplementedError
+        yield  # pragma: no cover
+
+    def _sql(self, text: str) -> str:
+        return text if self.placeholder == "?" else text.replace("?", self.placeholder)
+
+    def query(self, sql: str, args: Sequence[object] = ()) -> list[tuple]:
+        """Rows of one read statement (atomic on its own; no write lock taken)."""
+        conn = self._conn()
+        return list(conn.execute(self._sql(sql), tuple(args)).fetchall())  # type: ignore[attr-defined]
+
+    def create_schema(self) -> None:
+        with self.transaction() as cur:
+            for statement in _SCHEMA.format(serial=self.serial).split(";"):
+                if statement.strip():
+                    cur.run(statement)
+
+    def close(self) -> None:
+        """Close this thread's connection and give up the lease."""
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()  # type: ignore[attr-defined]
+            self._local.conn = None
+        held = getattr(self, "_held", None)
+        if held is not None:
+            held.close()
+            self._held = None
+
+    # -- meta, budgets, analysts ------------------------------------------------------------------
+    def meta(self) -> dict[str, str]:
+        return dict(self.query("SELECT key, value FROM meta"))
+
+    def initialise(self, meta: dict[str, str], epsilon: Fraction) -> bool:
+        """Write the meta rows and the global budget of a new state; False if it exists."""
+        with self.transaction() as cur:
+            if cur.all("SELECT key FROM meta"):
+                return False
+            for key, value in meta.items():
+                cur.run("INSERT INTO meta (key, value) VALUES (?, ?)", (key, value))
+            cur.run("INSERT INTO budgets (scope, budget, spent) VALUES (?, ?, ?)",
+                    (GLOBAL, str(epsilon), "0"))
+            cur.run("INSERT INTO session (id, total, noisy_threshold) VALUES (1, NULL, NULL)")
+        return True
+
+    def budget(self, scope: str) -> tuple[Fraction, Fraction] | None:
+        rows = self.query("SELECT budget, spent FROM budgets WHERE scope = ?", (scope,))
+        return (Fraction(rows[0][0]), Fraction(rows[0][1])) if rows else None
+
+    def add_analyst(self, name: str, budget: Fraction, make_hash: object) -> int:
+        """A new analyst row and its budget; ``make_hash(id)`` gives its token's hash."""
+        with self.transaction() as cur:
+            if cur.all("SELECT id FROM analysts WHERE name = ?", (name,)):
+                raise ValueError(f"an analyst named {name!r} exists already")
+            cur.run("INSERT INTO analysts (name, token_hash, created) VALUES (?, '', ?)",
+                    (name, time.time()))
+            analyst_id = int(cur.all("SELECT id FROM analysts WHERE name = ?", (name,))[0][0])
+            cur.run("UPDATE analysts SET token_hash = ? WHERE id = ?",
+                    (make_hash(analyst_id), analyst_id))  # type: ignore[operator]
+            cur.run("INSERT INTO budgets (scope, budget, spent) VALUES (?, ?, '0')",
+                    (analyst_scope(analyst_id), str(budget)))
+        return analyst_id
+
+    def set_analyst_budget(self, name: str, budget: Fraction) -> None:
+        with self.transaction() as cur:
+            rows = cur.all("SELECT id FROM analysts WHERE name = ?", (name,))
+            if not rows:
+                raise LookupError(f"no analyst named {name!r}")
+            scope = analyst_scope(int(rows[0][0]))
+            spent = Fraction(cur.all(f"SELECT spent FROM budgets WHERE scope = ?{self.lock_suffix}",
+                                     (scope,))[0][0])
+            if budget < spent:
+                raise ValueError(f"analyst {name!r} has spent {float(spent)} already; a budget "
+                                 "cannot be set below what is spent")
+            cur.run("UPDATE budgets SET budget = ? WHERE scope = ?", (str(budget), scope))
+
+    def analyst_hash(self, analyst_id: int) -> str | None:
+        rows = self.query("SELECT token_hash FROM analysts WHERE id = ?", (analyst_id,))
+        return str(rows[0][0]) if rows else None
+
+    def analysts(self) -> list[dict[str, object]]:
+        rows = self.query("SELECT a.id, a.name, b.budget, b.spent FROM analysts a JOIN budgets b "
+                          "ON b.scope = 'analyst:' || a.id ORDER BY a.id")
+        return [{"id": int(i), "name": n, "budget": float(Fraction(b)),
+                 "spent": float(Fraction(s)), "remaining": float(Fraction(b) - Fraction(s))}
+                for i, n, b, s in rows]
+
+    # -- the ledger ---------------------------------------------------------------------------------
+    def ledger(self) -> list[tuple[LedgerEntry, int | None, float]]:
+        rows = self.query("SELECT record, analyst_id, created FROM ledger ORDER BY seq")
+        return [(entry_from_record(json.loads(r)), a, float(t)) for r, a, t in rows]
+
+    def charge(self, analyst_id: int | None, entries: Sequence[LedgerEntry], admit: Admit) -> None:
+        """Append ``entries`` if the global budget (``admit``) and the analyst's allow them."""
+        cost = sum((e.cost[0] for e in entries), Fraction(0))
+        with self.transaction() as cur:
+            scopes = [GLOBAL] + ([] if analyst_id is None else [analyst_scope(analyst_id)])
+            rows = {}
+            for scope in scopes:  # always in this order: no deadlock between writers
+                found = cur.all(f"SELECT budget, spent FROM budgets WHERE scope = ?"
+                                f"{self.lock_suffix}", (scope,))
+                if not found:
+                    raise LookupError(f"no budget row {scope!r}")
+                rows[scope] = (Fraction(found[0][0]), Fraction(found[0][1]))
+            admit((rows[GLOBAL][1],))
+            if analyst_id is not None:
+                budget, spent = rows[analyst_scope(analyst_id)]
+                if spent + cost > budget:
+                    raise BudgetExceededError(
+                        f"this analyst's budget would be exceeded: a charge of epsilon "
+                        f"{float(cost):.6g} with {float(spent):.6g} of {float(budget):.6g} spent"
+                    )
+            now = time.time()
+            for entry in entries:
+                cur.run("INSERT INTO ledger (analyst_id, record, epsilon, created) "
+                        "VALUES (?, ?, ?, ?)", (analyst_id, json.dumps(entry_to_record(entry)),
+                                                float(entry.cost[0]), now))
+            for scope, (_, spent) in rows.items():
+                cur.run("UPDATE budgets SET spent = ? WHERE scope = ?", (str(spent + cost), scope))
+
+    # -- the session --------------------------------------------------------------------------------
+    def session_row(self) -> tuple[float | None, int | None]:
+        total, threshold = self.query("SELECT total, noisy_threshold FROM session WHERE id = 1")[0]
+        return (None if total is None else float(total),
+                None if threshold is None else int(threshold))
+
+    def set_total(self, total: float) -> None:
+        with self.transaction() as cur:
+            cur.run("UPDATE session SET total = ? WHERE id = 1", (total,))
+
+    def measurements(self) -> list[tuple[dict, float]]:
+        rows = self.query("SELECT query, value FROM measurements ORDER BY seq")
+        return [(json.loads(q), float(v)) for q, v in rows]
+
+    def find_answer(self, analyst_id: int, request_id: str) -> StoredAnswer | None:
+        rows = self.query("SELECT analyst_id, request_id, query, value, source, charged, updates, "
+                          "created FROM answers WHERE analyst_id = ? AND request_id = ?",
+                          (analyst_id, request_id))
+        return _answers(rows)[0] if rows else None
+
+    def save_answer(self, answer: StoredAnswer, measured: bool, noisy_threshold: int | None) -> None:
+        """The released answer, its measurement (if any) and the sparse-vector state, at once."""
+        with self.transaction() as cur:
+            cur.run("INSERT INTO answers (analyst_id, request_id, query, value, source, charged, "
+                    "updates, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (answer.analyst_id, answer.request_id, json.dumps(answer.query), answer.value,
+                     answer.source, answer.charged, answer.updates, answer.created))
+            if measured:
+                cur.run("INSERT INTO measurements (seq, query, value) VALUES (?, ?, ?)",
+                        (answer.updates, json.dumps(answer.query), answer.value))
+            cur.run("UPDATE session SET noisy_threshold = ? WHERE id = 1", (noisy_threshold,))
+
+    def answers(self, analyst_id: int | None = None) -> list[StoredAnswer]:
+        sql = ("SELECT analyst_id, request_id, query, value, source, charged, updates, created "
+               "FROM answers")
+        if analyst_id is None:
+            return _answers(self.query(sql + " ORDER BY seq"))
+        return _answers(self.query(sql + " WHERE analyst_id = ? ORDER BY seq", (analyst_id,)))
+
+    def lease(self) -> None:
+        """Make sure no other server holds this state (one process serves a state)."""
+
+
+def _answers(rows: list[tuple]) -> list[StoredAnswer]:
+    return [StoredAnswer(int(a), r, json.loads(q), float(v), s, float(c), int(u), float(t))
+            for a, r, q, v, s, c, u, t in rows]
+
+
+class _Cursor:
+    """``run`` (no result) and ``all`` (rows) on one connection, with the store's placeholders."""
+
+    def __init__(self, store: Store, cursor: object) -> None:
+        self._store = store
+        self._cursor = cursor
+
+    def run(self, sql: str, args: Sequence[object] = ()) -> None:
+        self._cursor.execute(self._store._sql(sql), tuple(args))  # type: ignore[attr-defined]
+
+    def all(self, sql: str, args: Sequence[object] = ()) -> list[tuple]:
+        self.run(sql, args)
+        return list(self._cursor.fetchall())  # type: ignore[attr-defined]
+
+
+class SQLiteStore(Store):
+    """A state file in SQLite's WAL mode (readers never block the one writer)."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__()
+        self.path = path
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None,
+                               check_same_thread=False)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=FULL")
+        conn.execute("PRAGMA busy_timeout=30000")
+        return conn
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[_Cursor]:
+        conn = self._conn()
+        cursor = conn.cursor()  # type: ignore[attr-defined]
+        # IMMEDIATE takes the write lock at once: a read-then-write inside cannot be overtaken.
+        cursor.execute("BEGIN IMMEDIATE")
+        try:
+            yield _Cursor(self, cursor)
+        except BaseException:
+            cursor.execute("ROLLBACK")
+            raise
+        cursor.execute("COMMIT")
+
+    def lease(self) -> None:
+        import fcntl
+
+        handle = open(self.path + ".lock", "a")  # noqa: SIM115 - held for the process's life
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.close()
+            raise RuntimeError(f"another server is serving {self.path!r}") from None
+        self._held = handle
+
+
+class PostgresStore(Store):
+    """State in a PostgreSQL database (psycopg 3); rows are locked with ``FOR UPDATE``."""
+
+    placeholder = "%s"
+    serial = "BIGSERIAL"
+    lock_suffix = " FOR UPDATE"
+
+    def __init__(self, url: str) -> None:
+        super().__init__()
+        import psycopg
+
+        self._psycopg = psycopg
+        self.url = url
+
+    def _connect(self) -> object:
+        return self._psycopg.connect(self.url, autocommit=True)
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[_Cursor]:
+        conn = self._conn()
+        with conn.transaction(), conn.cursor() as cursor:  # type: ignore[attr-defined]
+            yield _Cursor(self, cursor)
+
+    def lease(self) -> None:
+        conn = self._psycopg.connect(self.url, autocommit=True)
+        # A session-level advisory lock: released by the server when this connection dies.
+        if not conn.execute("SELECT pg_try_advisory_lock(8675309)").fetchone()[0]:
+            conn.close()
+            raise RuntimeError("another server is serving this PostgreSQL state")
+        self._held = conn
+
+
+def open_store(target: str) -> Store:
+    """A PostgreSQL store for a ``postgresql://`` (or ``postgres://``) URL, else SQLite."""
+    if target.startswith(("postgresql://", "postgres://")):
+        return PostgresStore(target)
+    directory = os.path.dirname(os.path.abspath(target))
+    if not os.path.isdir(directory):
+        raise ValueError(f"--state: the directory {directory!r} does not exist")
+    return SQLiteStore(target)
+
+
+class AnalystLedger:
+    """The global ledger as a :class:`~fastmwem.accounting.LedgerStore`, charging one analyst's
+    budget too (``analyst_id`` None: the data owner's own charges, such as the record count)."""
+
+    def __init__(self, store: Store, analyst_id: int | None) -> None:
+        self._store = store
+        self._analyst_id = analyst_id
+
+    def entries(self) -> tuple[LedgerEntry, ...]:
+        return tuple(entry for entry, _, _ in self._store.ledger())
+
+    def spent(self, width: int) -> tuple[Fraction, ...]:
+        row = self._store.budget(GLOBAL)
+        return (Fraction(0) if row is None else row[1],) * width
+
+    def commit(self, entries: Sequence[LedgerEntry], admit: Admit) -> None:
+        self._store.charge(self._analyst_id, entries, admit)
