@@ -14,7 +14,7 @@ from typing import NamedTuple
 import numpy as np
 import pytest
 
-from fastmwem.indices import TopKOracle
+from fastmwem.indices import TopKOracle, make_index, numba_available
 
 
 class Case(NamedTuple):
@@ -65,8 +65,43 @@ def _reference(rng: np.random.Generator) -> tuple[object, np.ndarray]:
     return _Reference(keys), keys
 
 
+def _indexed(spec: str, kind: str, **options) -> Callable[[np.random.Generator], tuple]:
+    """A factory for ``make_index(spec)`` over random keys: "normal" (float64 storage),
+    "small-int" (float32-exact) or "binary" (0/1, many ties)."""
+    ann = spec.startswith("faiss") or spec == "hnswlib"
+
+    def make(rng: np.random.Generator) -> tuple[object, np.ndarray]:
+        if ann:
+            pytest.importorskip(spec.split(":")[0])
+        if kind == "normal":
+            keys = rng.normal(size=(40, 6))
+        elif kind == "small-int":
+            keys = rng.integers(-3, 4, size=(40, 6)).astype(np.float64)
+        else:
+            keys = (rng.random((40, 11)) < 0.5).astype(np.float64)
+        extra = {"progress": False} if ann else {}
+        return make_index(spec, keys, **extra, **options), keys
+    return make
+
+
+def _numba_bitpacked(rng: np.random.Generator) -> tuple[object, np.ndarray]:
+    if not numba_available():
+        pytest.skip("numba is not installed")
+    return _indexed("bitpacked", "binary", backend="numba")(rng)
+
+
 CASES: list[Case] = [
     Case("reference", _reference),
+    Case("flat-float64", _indexed("flat", "normal")),
+    Case("flat-float32", _indexed("flat", "small-int")),
+    Case("flat-binary", _indexed("flat", "binary")),
+    Case("bitpacked-numpy", _indexed("bitpacked", "binary", backend="numpy")),
+    Case("bitpacked-numba", _numba_bitpacked),
+    Case("faiss-flat", _indexed("faiss:Flat", "normal")),
+    Case("faiss-flat-binary", _indexed("faiss:Flat", "binary")),
+    Case("faiss-ivf", _indexed("faiss:IVF4,Flat", "normal")),
+    Case("faiss-hnsw", _indexed("faiss:HNSW8", "binary")),
+    Case("hnswlib", _indexed("hnswlib", "normal")),
 ]
 
 pytestmark = pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
@@ -155,3 +190,31 @@ def test_non_finite_query_is_refused(case, bad):
     query[0, 0] = bad
     with pytest.raises(ValueError):
         oracle.search(query, 1)
+
+
+def test_search_abs_is_an_exact_top_k_by_absolute_value(case):
+    rng = np.random.default_rng(7)
+    oracle, keys = case.make(rng)
+    if not hasattr(oracle, "search_abs"):
+        pytest.skip("no search_abs: the lazy mechanism searches v and -v instead")
+    n = keys.shape[0]
+    for query in _queries(rng, keys.shape[1]):
+        for k in sorted({1, 3, n // 2, n, n + 2}):
+            scores, ids = oracle.search_abs(query[None, :], k)
+            n_real = min(k, n)
+            got = ids[0, :n_real]
+            np.testing.assert_allclose(scores[0, :n_real], keys[got] @ query, rtol=1e-9, atol=1e-9)
+            truth = np.sort(np.abs(keys @ query))[::-1][:n_real]
+            np.testing.assert_allclose(np.abs(scores[0, :n_real]), truth, rtol=1e-9, atol=1e-9)
+            assert np.unique(got).size == n_real and np.all(ids[0, n_real:] == -1)
+
+
+def test_search_scores_equal_score_bit_for_bit(case):
+    # The lazy mechanism compares scores from search (the top set) with scores from score (the
+    # tail): they must round identically.
+    rng = np.random.default_rng(8)
+    oracle, keys = case.make(rng)
+    for query in _queries(rng, keys.shape[1]):
+        scores, ids = oracle.search(query[None, :], 10)
+        real = ids[0] >= 0
+        np.testing.assert_array_equal(scores[0, real], oracle.score(ids[0, real], query))

@@ -6,6 +6,11 @@ shape ``(n_queries, k)``, best first, padded with score ``-inf`` and id ``-1`` w
 ``k`` keys exist. ``score(ids, query)`` gives the exact inner products of chosen keys, which the
 lazy exponential mechanism needs for the tail candidates it draws.
 
+``search`` must return, for the keys it lists, exactly the scores ``score`` returns for them
+(the lazy mechanism compares the two). An oracle that can also rank by absolute value in one pass
+offers ``search_abs`` (:class:`AbsTopKOracle`); the lazy mechanism's absolute and complement modes
+use it when present, and otherwise search ``v`` and ``-v`` and merge.
+
 ``exact`` says whether ``search`` always returns a true top-k set (ties broken arbitrarily). An
 oracle that is not exact gives no privacy guarantee to a mechanism that trusts it, unless it
 carries a certified approximation bound ``certified_gap`` (in score units): no key outside the
@@ -21,7 +26,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-__all__ = ["TopKOracle"]
+__all__ = ["TopKOracle", "AbsTopKOracle"]
 
 
 @runtime_checkable
@@ -60,4 +65,14 @@ class TopKOracle(Protocol):
 
     def score(self, ids: np.ndarray, query: np.ndarray) -> np.ndarray:
         """Exact inner products of the keys ``ids`` with the vector ``query`` (float64)."""
+        ...
+
+
+@runtime_checkable
+class AbsTopKOracle(TopKOracle, Protocol):
+    """An oracle that also ranks keys by the absolute value of their score, in one pass."""
+
+    def search_abs(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Top-``k`` keys by ``|<key, query>|`` for each row, best first; the returned scores keep
+        their sign (they are the inner products). Shapes and padding as ``search``."""
         ...

@@ -23,8 +23,11 @@ def _check_common(epsilon: object, sensitivity: object, monotonic: object) -> No
         raise TypeError(f"monotonic must be a bool, got {type(monotonic).__name__}")
 
 
-def _log_weights(scores: np.ndarray, scale: float) -> np.ndarray:
-    """``scale * (scores - max(scores))`` with overflow mapped to ``-inf`` (probability 0).
+def _log_weights(scores: np.ndarray, scale: float, top: float | None = None) -> np.ndarray:
+    """``scale * (scores - top)`` with overflow mapped to ``-inf`` (probability 0).
+
+    ``top`` defaults to ``max(scores)``; the lazy mechanism passes the maximum over all
+    candidates, of which ``scores`` may be a part.
 
     Shifting by the maximum first keeps every finite log-weight <= 0, so nothing is ever
     exponentiated above 1, whatever the magnitude of the scores or of epsilon. The difference is
@@ -32,7 +35,7 @@ def _log_weights(scores: np.ndarray, scale: float) -> np.ndarray:
     ``scale`` (epsilon / sensitivity beyond the float range) is the limit law: uniform on the
     maxima, which avoids the ``0 * inf = nan`` of the direct product.
     """
-    top = scores.max()
+    top = scores.max() if top is None else top
     if math.isinf(scale):
         return np.where(scores == top, 0.0, -np.inf)
     half_gap = scores * 0.5 - top * 0.5
