@@ -1,9 +1,8 @@
 """WarmStartIndex: an exact top-k oracle for slowly moving queries (the MWU iterates).
 
 The scalar-private LP scores row ``i`` at ``x`` by ``<[A_i, -b_i], [x, 1]>``, and successive
-multiplicative-weights iterates ``x`` move little. The index keeps the scores of a reference
-query ``v_ref``, sorted over the best region of keys. For a new query ``v`` with
-``delta = v - v_ref``, every score moved by at most a proven bound ``B(delta)`` computed from
+multiplicative-weights iterates ``x`` move little. For a reference query ``v_ref`` and a new query
+``v`` with ``delta = v - v_ref``, every score moved by at most a bound ``B(delta)`` computed from
 global statistics of the keys (no scan):
 
 * Hoelder with midrange centring: ``|A_i . dx| <= max_i halfrange(A_i) |dx|_1 + max|mid| |sum dx|``,
@@ -11,14 +10,18 @@ global statistics of the keys (no scan):
   |sum dx|``,
 * the offset column: ``|o_i dt| <= max|o| |dt|``.
 
-On the simplex ``sum dx = 0``, so the centred bounds are much tighter than plain Hoelder. With the
-reference scores ``c_i`` (rounding error ``E``), every exact score ``a_i`` at ``v`` lies within
-``W = E + B(delta) + E64`` of ``c_i``; the k-th best exact score is ``>= c_(k) - W``, so only keys
-with ``c_i >= c_(k) - 2W`` can be in the top k. Those are a prefix of the sorted region: they are
-rescored exactly and the best k returned. When the prefix would leave the region, the index
-rescans every key at ``v`` and makes it the new reference. The result is always a true top-k set
-(the lazy exponential mechanism's requirement), whatever the queries; only the cost depends on
-how far they move.
+On the simplex ``sum dx = 0``, so the centred bounds are much tighter than plain Hoelder.
+
+Two levels of reference scores. A full scan at ``v0`` keeps the best region ``R`` of the keys
+(and the best score ``rest`` outside it); a scan of ``R`` alone at a later ``v1`` keeps ``R``
+sorted by its scores there. With ``W0``, ``W1`` the distances (rounding plus drift) from the two
+references to the exact float64 scores at ``v``, the k-th best exact score is at least
+``lower = c1_(k) - W1``; keys outside ``R`` are excluded when ``rest + W0 < lower``, keys of ``R``
+with ``c1_i < lower - W1`` always. The survivors, a prefix of ``R``'s order, are rescored exactly
+and the best k returned. A drift that breaks the first condition triggers a full rescan, a long
+prefix a rescan of ``R`` (``|R|/m`` of the cost). The result is always a true top-k set, the lazy
+exponential mechanism's requirement, whatever the queries; only the cost depends on how far they
+move.
 
 Extra rows (the public objective row of the objective search) are always rescored exactly.
 The keys hold the private ``b``: the index is private and ``save`` refuses.
@@ -33,7 +36,7 @@ import numpy as np
 from fastmwem._validation import check_int
 from fastmwem.indices._checks import check_queries, real_matrix
 from fastmwem.indices._common import IndexBase
-from fastmwem.indices._topk import U64, best_k, gamma, holder_bound, pad_results
+from fastmwem.indices._topk import U32, U64, best_k, gamma, holder_bound, pad_results
 from fastmwem.indices.flat import exact_dot
 from fastmwem.lp._checks import BLOCK
 
@@ -43,6 +46,15 @@ __all__ = ["WarmStartIndex"]
 _SMALL = 4096
 # Safety factor on every bound computed in floating point.
 _SAFE = 1.0 + 1e-9
+
+
+def _best(ids: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """``best_k`` after cutting a long list down to the scores >= its k-th largest."""
+    if scores.size > 4 * k:
+        kth = np.partition(scores, scores.size - k)[scores.size - k]
+        keep = scores >= kth
+        ids, scores = ids[keep], scores[keep]
+    return best_k(ids, scores, k)
 
 
 class _KeyStats:
@@ -85,10 +97,13 @@ class WarmStartIndex(IndexBase):
         offsets: the last column ``o`` (length m); in the scalar LP ``o = -b``.
         extra_rows: public keys ``(e, d)`` appended as ids ``m .. m + e - 1`` (always rescored).
         extra_offsets: their last column (length e).
-        region: keys kept sorted after a rescan; default ``max(16 k, m / 16)``.
+        region: size of the region ``R`` a full scan keeps; default ``max(16 k, m / 16)``.
+        brute_force_below: with at most this many rows (or ``4 k``), every search scores all
+            keys exactly (the cache cannot pay off).
 
     Queries are ``[x, t]`` of length ``d + 1``; the score of key ``i`` is
     ``exact_dot(A_i, x) + t o_i`` in float64, identical in ``search`` and ``score``.
+    ``rescans`` counts full scans, ``region_rescans`` scans of the region.
 
     >>> A = np.array([[1.0, 0.0], [0.0, 1.0], [0.5, 0.5]])
     >>> index = WarmStartIndex(A, -np.array([0.2, 0.1, 0.0]))
@@ -102,7 +117,7 @@ class WarmStartIndex(IndexBase):
 
     def __init__(self, A: object, offsets: object, *, extra_rows: object = None,
                  extra_offsets: object = None, region: int | None = None,
-                 _stats: _KeyStats | None = None) -> None:
+                 brute_force_below: int = _SMALL, _stats: _KeyStats | None = None) -> None:
         main = real_matrix(A, "A")
         if main.ndim != 2 or main.shape[0] == 0 or main.shape[1] == 0:
             raise ValueError(f"A must be a non-empty 2-D array, got shape {main.shape}")
@@ -117,14 +132,23 @@ class WarmStartIndex(IndexBase):
         self._eo = (np.empty(0) if extra_offsets is None
                     else self._column(extra_offsets, "extra_offsets", self._E.shape[0]))
         self._region = None if region is None else check_int(region, "region", minimum=1)
+        self._small = check_int(brute_force_below, "brute_force_below", minimum=0)
         self._stats = _stats
-        self._ref: tuple[np.ndarray, float] | None = None  # (x_ref, t_ref)
-        self._ref_error = 0.0
-        self._sorted = np.empty(0)  # reference scores of the region, descending
+        # Level 0 (full scan at v0): the region's ids, rows, offsets; the best score outside it.
+        self._v0: np.ndarray | None = None
+        self._err0 = 0.0
         self._ids = np.empty(0, dtype=np.int64)
-        self._block = np.empty((0, d), dtype=self._A.dtype)  # the region's rows, same order
-        self._rest = -math.inf  # largest reference score outside the region
+        self._rows = np.empty((0, d), dtype=self._A.dtype)
+        self._offs = np.empty(0)
+        self._rest = -math.inf
+        # Level 1 (scan of the region at v1): positions in the region, best first, and scores.
+        self._v1: np.ndarray | None = None
+        self._err1 = 0.0
+        self._order = np.empty(0, dtype=np.int64)
+        self._sorted = np.empty(0)
+        self._rest1 = -math.inf  # best level-1 score of the region's unsorted part
         self.rescans = 0
+        self.region_rescans = 0
 
     @staticmethod
     def _column(values: object, name: str, length: int) -> np.ndarray:
@@ -144,16 +168,12 @@ class WarmStartIndex(IndexBase):
         """A sibling over the same main keys (shared, not copied) with other extra rows."""
         return WarmStartIndex(self._A, self._o, extra_rows=extra_rows,
                               extra_offsets=extra_offsets, region=self._region,
-                              _stats=self._key_stats())
+                              brute_force_below=self._small, _stats=self._key_stats())
 
     def _key_stats(self) -> _KeyStats:
         if self._stats is None:
             self._stats = _KeyStats(self._A, self._o)
         return self._stats
-
-    def _main_scores(self, rows: np.ndarray, ids: np.ndarray, x: np.ndarray,
-                     t: float) -> np.ndarray:
-        return exact_dot(rows, x) + t * self._o[ids]
 
     def _exact(self, ids: np.ndarray, v: np.ndarray) -> np.ndarray:
         x, t = v[:-1], float(v[-1])
@@ -161,7 +181,7 @@ class WarmStartIndex(IndexBase):
         out = np.empty(ids.size)
         main = ids < m
         if main.any():
-            out[main] = self._main_scores(self._A[ids[main]], ids[main], x, t)
+            out[main] = exact_dot(self._A[ids[main]], x) + t * self._o[ids[main]]
         if not main.all():
             extra = ids[~main] - m
             out[~main] = exact_dot(self._E[extra], x) + t * self._eo[extra]
@@ -181,64 +201,111 @@ class WarmStartIndex(IndexBase):
         raise ValueError("a WarmStartIndex holds private offsets and is never saved")
 
     # -- search ------------------------------------------------------------------------------
-    def _rounding(self, v: np.ndarray) -> float:
-        """Bound on a float64 score's distance from the real inner product at ``v``."""
-        return gamma(self.dimension + 3, U64) * holder_bound(self._key_stats().norms, v)
+    def _distance(self, v: np.ndarray, ref: np.ndarray, error: float) -> float:
+        """How far an exact float64 score at ``v`` can be from a reference score at ``ref``."""
+        drift = self._key_stats().drift(v[:-1] - ref[:-1], float(v[-1] - ref[-1]))
+        rounding = gamma(self.dimension + 3, U64) * holder_bound(self._key_stats().norms, v)
+        return (error + drift + rounding) * _SAFE
 
     def _top(self, v: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         m = self._A.shape[0]
-        prefix = None if m <= max(_SMALL, 4 * k) else self._prefix(v, k)
-        if prefix is None and m > max(_SMALL, 4 * k):
-            self._rescan(v, k)
-            prefix = self._prefix(v, k)
-        if prefix is None:  # a small index, or ties reaching past the region: score every key
+        if m <= max(self._small, 4 * k):
             ids = np.arange(self.n_keys, dtype=np.int64)
             return best_k(ids, self._exact(ids, v), k)
-        x, t = v[:-1], float(v[-1])
-        ids = self._ids[:prefix]
-        scores = self._main_scores(self._block[:prefix], ids, x, t)
+        prefix = self._prefix(v, k)
+        if prefix is None:
+            self._rescan(v, k)
+            prefix = self._prefix(v, k)
+        if prefix is None:  # ties reaching past the region: score every key
+            ids = np.arange(self.n_keys, dtype=np.int64)
+            return best_k(ids, self._exact(ids, v), k)
+        if prefix > max(4 * k, self._order.size // 2):  # the region's order is stale
+            self._rescan_region(v, k)
+            prefix = self._prefix(v, k)
+        if prefix is None or prefix > self._order.size:  # ties past the sorted part
+            ids = np.arange(self.n_keys, dtype=np.int64)
+            return best_k(ids, self._exact(ids, v), k)
+        pos = self._order[:prefix]
+        ids = self._ids[pos]
+        scores = exact_dot(self._rows[pos], v[:-1]) + float(v[-1]) * self._offs[pos]
         if self._E.shape[0]:
             extra = np.arange(m, self.n_keys, dtype=np.int64)
             ids = np.concatenate([ids, extra])
             scores = np.concatenate([scores, self._exact(extra, v)])
-        return best_k(ids, scores, k)
+        return _best(ids, scores, k)
 
     def _prefix(self, v: np.ndarray, k: int) -> int | None:
-        """How many region keys can hold the top k at ``v``; None when the region cannot."""
-        if self._ref is None or k > self._sorted.size:
+        """How many region keys (in level-1 order) can hold the top k at ``v``; None when keys
+        outside the region could."""
+        if self._v0 is None or k > self._sorted.size:
             return None
-        x_ref, t_ref = self._ref
-        drift = self._key_stats().drift(v[:-1] - x_ref, float(v[-1]) - t_ref)
-        window = (self._ref_error + drift + self._rounding(v)) * _SAFE
-        threshold = self._sorted[k - 1] - 2.0 * window
-        if self._rest >= threshold:
+        w1 = self._distance(v, self._v1, self._err1)
+        lower = self._sorted[k - 1] - w1  # the k-th best exact score is at least this
+        if self._rest + self._distance(v, self._v0, self._err0) >= lower:
             return None
-        # _sorted is descending: count the entries >= threshold.
-        return int(np.searchsorted(-self._sorted, -threshold, side="right"))
+        if self._rest1 + w1 >= lower:  # the unsorted part of the region could reach the top k
+            return self._order.size + 1
+        # _sorted is descending: count the entries >= lower - w1.
+        return int(np.searchsorted(-self._sorted, -(lower - w1), side="right"))
+
+    def _scan(self, rows: np.ndarray, offsets: np.ndarray, v: np.ndarray
+              ) -> tuple[np.ndarray, float]:
+        """Approximate scores of ``rows`` at ``v`` and a bound on their error against the real
+        inner products. Float32 rows are scanned in float32 (one BLAS pass, no copy), the query
+        scaled by a power of two so that its entries stay in float32's normal range."""
+        x, t = v[:-1], float(v[-1])
+        norms = self._key_stats().norms
+        if rows.dtype == np.float32:
+            top = float(np.abs(x).max())
+            shift = math.frexp(top)[1] if top > 0 else 0
+            scaled = np.ldexp(x, -shift)
+            approx = np.ldexp((rows @ scaled.astype(np.float32)).astype(np.float64), shift)
+            # float32 rounding of the query and of the d-term dot product, plus entries and
+            # products below float32's normal range, all scaled back by 2**shift.
+            error = math.ldexp(gamma(rows.shape[1] + 3, U32) * holder_bound(norms, scaled)
+                               + (norms[0] + rows.shape[1]) * 2.0**-125, shift)
+        else:
+            approx = rows @ x
+            error = 0.0
+        approx += t * offsets
+        return approx, error + gamma(self.dimension + 3, U64) * holder_bound(norms, v)
 
     def _rescan(self, v: np.ndarray, k: int) -> None:
-        """Score every main key at ``v`` (float64, blockwise) and make ``v`` the reference."""
+        """Score every main key at ``v``: a new region, and ``v`` as both references."""
         m = self._A.shape[0]
-        x, t = v[:-1], float(v[-1])
-        approx = np.empty(m)
-        for s in range(0, m, BLOCK):
-            block = np.asarray(self._A[s:s + BLOCK], dtype=np.float64)
-            approx[s:s + block.shape[0]] = block @ x
-        approx += t * self._o
+        approx, error = self._scan(self._A, self._o, v)
         size = min(m, self._region or max(16 * k, m // 16))
         if size < m:
             part = np.argpartition(approx, m - size - 1)
-            top = part[m - size:]
+            ids = part[m - size:]
             self._rest = float(approx[part[m - size - 1]])
         else:
-            top = np.arange(m)
+            ids = np.arange(m)
             self._rest = -math.inf
-        top = top[np.argsort(-approx[top], kind="stable")]
-        self._ids = top.astype(np.int64, copy=False)
-        self._sorted = approx[top]
-        self._block = self._A[top]
-        self._ref = (x.copy(), t)
-        # A BLAS product and the row-wise exact score each stay within gamma_{d+3} of the real
-        # inner product, whatever their summation order.
-        self._ref_error = 2.0 * self._rounding(v)
+        self._ids = ids.astype(np.int64, copy=False)
+        self._rows = self._A[self._ids]
+        self._offs = self._o[self._ids]
+        self._v0, self._err0 = v.copy(), error
+        self._set_order(approx[self._ids], v, error, k)
         self.rescans += 1
+
+    def _rescan_region(self, v: np.ndarray, k: int) -> None:
+        """Score the region's keys at ``v``: the new level-1 reference."""
+        approx, error = self._scan(self._rows, self._offs, v)
+        self._set_order(approx, v, error, k)
+        self.region_rescans += 1
+
+    def _set_order(self, approx: np.ndarray, v: np.ndarray, error: float, k: int) -> None:
+        """Sort the best quarter of the region by ``approx`` (at least ``16 k``)."""
+        n = approx.size
+        size = min(n, max(16 * k, n // 4))
+        if size < n:
+            part = np.argpartition(approx, n - size - 1)
+            top = part[n - size:]
+            self._rest1 = float(approx[part[n - size - 1]])
+        else:
+            top = np.arange(n)
+            self._rest1 = -math.inf
+        self._order = top[np.argsort(-approx[top], kind="stable")]
+        self._sorted = approx[self._order]
+        self._v1, self._err1 = v.copy(), error
