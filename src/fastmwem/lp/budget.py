@@ -165,8 +165,8 @@ def plan_privacy(epsilon: float, delta: float, *, em_rounds: int, tests: int = 0
             :func:`accountant_kind`); it decides how the plan is written as events.
 
     Raises:
-        ValueError: a composition the accountant cannot hold (advanced composition in a zCDP or
-            pure accountant, zCDP without delta).
+        ValueError: a composition the accountant cannot hold (only ``"zcdp"`` in a zCDP
+            accountant, only ``"basic"`` in a pure one), or one that needs delta without it.
 
     >>> plan = plan_privacy(1.0, 1e-6, em_rounds=200)
     >>> plan.composition, round(plan.epsilon0, 5)
@@ -184,9 +184,9 @@ def plan_privacy(epsilon: float, delta: float, *, em_rounds: int, tests: int = 0
     if kind == "pure" and composition != "basic":
         raise ValueError(f"composition={composition!r} needs an (epsilon, delta) accountant; "
                          "this accountant holds pure DP (use composition='basic')")
-    if kind == "zcdp" and composition == "advanced":
-        raise ValueError("composition='advanced' charges an (epsilon, delta) event, which a zCDP "
-                         "accountant cannot hold; use composition='zcdp'")
+    if kind == "zcdp" and composition != "zcdp":
+        raise ValueError(f"composition={composition!r} sizes epsilon0 for an (epsilon, delta) "
+                         "budget, but this accountant composes in zCDP; use composition='zcdp'")
     if composition == "zcdp":
         return _plan_zcdp(total, d, em_rounds, tests, test_fraction, kind)
     return _plan_linear(total, d, em_rounds, tests, test_fraction, composition)

@@ -40,8 +40,8 @@ def scalar_alpha(width: float, d: int, rows: int, rounds: int, sensitivity: floa
     """The violation bound of S1/S2 (private-LP spec s.1): with probability ``1 - beta``,
     ``max_i (A_i xbar - b_i) <= 2 width sqrt(ln d / T) + (2 sensitivity / epsilon0) ln(m T / beta)``.
 
-    >>> round(scalar_alpha(2.0, 50, 2000, 1000, 0.01, 50.0, 0.05), 4)
-    0.0910
+    >>> round(scalar_alpha(0.672, 50, 2000, 1000, 0.01, 50.0, 0.05), 4)  # the spec's s.2
+    0.0911
     """
     regret = 2.0 * width * math.sqrt(math.log(d) / rounds)
     return regret + 2.0 * sensitivity / epsilon0 * math.log(rows * rounds / beta)
