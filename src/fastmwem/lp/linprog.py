@@ -467,7 +467,8 @@ def private_linprog(c: object, A_ub: object = None, b_ub: object = None, *, A_lb
         return _scalar_linprog(data, budget, sensitivity=sensitivity, **common)
     _refuse(model, sensitivity=sensitivity)
     if A_lb is not None or b_lb is not None:
-        raise ValueError("privacy='constraint' takes packing constraints A_ub @ x <= b_ub only")
+        raise ValueError("A_lb and b_lb do not apply to privacy='constraint', which takes packing "
+                         "constraints A_ub @ x <= b_ub only")
     data = check_lp(c, A_ub, b_ub)
     return _dense_linprog(data, budget, density=density, entry_bound=entry_bound,
                           max_constraints=max_constraints, **common)
