@@ -22,13 +22,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fastmwem.mechanisms.exponential import ExponentialMechanism
-from fastmwem.mechanisms.laplace import Laplace
-from fastmwem.mechanisms.lazy import LazyExponentialMechanism
 from fastmwem.lp._checks import BLOCK
 from fastmwem.lp.oracles import scalar_oracle
 from fastmwem.lp.result import LPRound, violation_summary
 from fastmwem.lp.warm import WarmStartIndex
+from fastmwem.mechanisms.exponential import ExponentialMechanism
+from fastmwem.mechanisms.laplace import Laplace
+from fastmwem.mechanisms.lazy import LazyExponentialMechanism
 
 __all__ = ["ScalarRows", "scalar_alpha", "scalar_selector", "run_primal", "ScalarTest"]
 
