@@ -50,7 +50,8 @@ def _accountant(accountant: object, budget: Budget) -> Accountant:
 
 def solve(*, budget: Budget, em_rounds: int, tests: int, rng: object, accountant: object,
           run: Callable[[PrivacyPlan, np.random.Generator], Outcome], data_A: np.ndarray,
-          data_b: np.ndarray, c: np.ndarray | None, setup: dict[str, object]) -> LPResult:
+          data_b: np.ndarray, c: np.ndarray | None, setup: dict[str, object],
+          name: str = "private_linprog") -> LPResult:
     """Plan, charge (all or nothing, before the data is read), run, and record.
 
     Every argument has been checked by the caller; the only failure left before the charge is a
@@ -61,7 +62,8 @@ def solve(*, budget: Budget, em_rounds: int, tests: int, rng: object, accountant
     plan = plan_privacy(budget.epsilon, budget.delta, em_rounds=em_rounds, tests=tests,
                         composition=budget.composition, test_fraction=budget.test_fraction,
                         kind=kind)
-    seeded = warn_if_seeded(rng, "private_linprog", stacklevel=4)
+    # the frames: warn_if_seeded, solve, the public solver (its helper), the caller
+    seeded = warn_if_seeded(rng, name, stacklevel=4 if name != "private_linprog" else 5)
     generator = make_rng(rng)
     before = len(acc.ledger)
     acc.compose_all(list(plan.events))

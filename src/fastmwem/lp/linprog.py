@@ -191,7 +191,8 @@ def scalar_feasibility(A_ub: object, b_ub: object, *, epsilon: float, delta: flo
         x, trace = _primal_probe(setup, oracle, plan.epsilon0, generator, track)(None, 0)
         return Outcome(x, None, trace, message=f"feasibility: {setup.rounds} rounds")
     return solve(budget=budget, em_rounds=setup.rounds, tests=0, rng=rng, accountant=accountant,
-                 run=run, data_A=data.A, data_b=data.b, c=None, setup=setup.describe())
+                 run=run, data_A=data.A, data_b=data.b, c=None, setup=setup.describe(),
+                 name="scalar_feasibility")
 
 
 def _flag(value: object, name: str) -> bool:
@@ -353,7 +354,7 @@ def dense_feasibility(c: object, A_ub: object, b_ub: object, *, target: float, e
                        f"{setup.rounds} rounds")
     return solve(budget=budget, em_rounds=setup.rounds, tests=0, rng=rng, accountant=accountant,
                  run=run, data_A=data.A, data_b=data.b, c=data.c,
-                 setup=dict(setup.describe(), target=goal))
+                 setup=dict(setup.describe(), target=goal), name="dense_feasibility")
 
 
 def _dense_linprog(data: LPData, budget: Budget, *, density, entry_bound, max_constraints, width,

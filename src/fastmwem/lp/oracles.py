@@ -66,10 +66,16 @@ def scalar_oracle(A: np.ndarray, b: np.ndarray, spec: str, *, objective: np.ndar
     if spec == "warm":
         return WarmStartIndex(A, -b)
     m = A.shape[0]
+    # float32 keys when that loses nothing (the index then stores half the bytes)
+    narrow = A.dtype == np.float32 and bool(np.all(b.astype(np.float32) == b)) and (
+        objective is None or bool(np.all(objective.astype(np.float32) == objective)))
+    dtype = np.float32 if narrow else np.float64
     if objective is None:
-        keys = np.hstack([np.asarray(A, dtype=np.float64), -b[:, None]])
+        keys = np.empty((m, A.shape[1] + 1), dtype=dtype)
+        keys[:, :-1] = A
+        keys[:, -1] = -b
     else:
-        keys = np.zeros((m + 1, A.shape[1] + 2))
+        keys = np.zeros((m + 1, A.shape[1] + 2), dtype=dtype)
         keys[:m, :-2] = A
         keys[:m, -2] = -b
         keys[m, :-2] = objective
