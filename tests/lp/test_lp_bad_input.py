@@ -15,7 +15,7 @@ A, B, _ = simplex_lp(_rng, 40, 5)
 C = _rng.random(5)
 PC, PA, PB, PX = packing_lp(_rng, 40, 5)
 P_LO = 2 * float(PC @ PX) - 1.0
-P_WIDTH = float(np.abs(-P_LO * PA / -PC - PB[:, None]).max())
+P_WIDTH = 1.01 * float(np.abs(-P_LO * PA / -PC - PB[:, None]).max())
 
 SCALAR = dict(epsilon=1.0, delta=1e-6, sensitivity=0.01, width=2.0, rounds=20)
 DENSE = dict(privacy="constraint", epsilon=1.0, delta=1e-6, density=4, entry_bound=1.0,

@@ -35,7 +35,7 @@ def _scalar_kw(**extra):
 
 
 def _dense_kw(A, b, c, lo, **extra):
-    width = float(np.abs(-lo * A / -c - b[:, None]).max())
+    width = 1.01 * float(np.abs(-lo * A / -c - b[:, None]).max())
     kw = dict(privacy="constraint", epsilon=20.0, delta=1e-6, density=10, entry_bound=1.0,
               max_constraints=A.shape[0], width=width, objective_range=(lo, 0.0), rounds=200,
               tolerance=0.02)
@@ -110,7 +110,7 @@ def test_feasibility_solvers(simplex, packing):
     assert res.privacy == ApproxDP(res.ledger[0].event.epsilon, 1e-6)
     c2, A2, b2, xstar = packing
     target = float(c2 @ xstar)
-    width = float(np.abs(-target * A2 / -c2 - b2[:, None]).max())
+    width = 1.01 * float(np.abs(-target * A2 / -c2 - b2[:, None]).max())
     res2 = dense_feasibility(c2, A2, b2, target=target, epsilon=20.0, delta=1e-6, density=10,
                              entry_bound=1.0, max_constraints=300, width=width, rounds=100,
                              selection="lazy", rng=np.random.default_rng(7))

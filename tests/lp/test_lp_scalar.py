@@ -40,16 +40,20 @@ def _check_law(select, rows, x, draws, seed):
     assert chi_square_pvalue(counts, _law(rows, x, 1.25 * EPS0)) < ALPHA
 
 
+def _lazy(spec: str, A: np.ndarray, b: np.ndarray):
+    """The lazy selection over ``spec`` (the warm index with its cache on from the start)."""
+    rows = objective_rows(A, b, None, None)
+    oracle = (WarmStartIndex(A, -b, brute_force_below=0, region=20) if spec == "warm"
+              else scalar_oracle(A, b, spec))
+    return scalar_selector(rows, epsilon0=EPS0, sensitivity=SENS, selection="lazy",
+                           oracle=oracle), rows
+
+
 @pytest.mark.parametrize("spec", ["flat", "warm"])
 def test_lazy_selection_has_the_exponential_mechanism_law(spec):
     """Spec s.7 #1 (m = 50, k = 8): the lazy selection over an exact oracle is the EM."""
     A, b, x, _ = _small_problem()
-    rows = objective_rows(A, b, None, None)
-    oracle = (WarmStartIndex(A, -b, brute_force_below=0, region=20) if spec == "warm"
-              else scalar_oracle(A, b, spec))
-    select = scalar_selector(rows, epsilon0=EPS0, sensitivity=SENS, selection="lazy",
-                             oracle=oracle)
-    _check_law(select, rows, x, 8_000, seed=1)
+    _check_law(*_lazy(spec, A, b), x, 8_000, seed=1)
 
 
 def test_lazy_selection_with_the_objective_row_has_the_law():
@@ -87,12 +91,7 @@ def test_warm_cache_keeps_the_law_between_drifting_queries():
 @pytest.mark.parametrize("spec", ["flat", "warm"])
 def test_lazy_selection_law_many_draws(spec):
     A, b, x, _ = _small_problem(4)
-    rows = objective_rows(A, b, None, None)
-    oracle = (WarmStartIndex(A, -b, brute_force_below=0, region=20) if spec == "warm"
-              else scalar_oracle(A, b, spec))
-    select = scalar_selector(rows, epsilon0=EPS0, sensitivity=SENS, selection="lazy",
-                             oracle=oracle)
-    _check_law(select, rows, x, 200_000, seed=5)
+    _check_law(*_lazy(spec, A, b), x, 200_000, seed=5)
 
 
 def _argmax(rows: ScalarRows):

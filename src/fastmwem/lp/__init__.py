@@ -12,11 +12,10 @@ benchmarks; it never runs in the private path.
 """
 
 from fastmwem.lp.budget import PrivacyPlan, plan_privacy
-from fastmwem.lp.dense import dense_alpha
 from fastmwem.lp.linprog import dense_feasibility, private_linprog, scalar_feasibility
 from fastmwem.lp.projection import dense_projection
 from fastmwem.lp.result import LPProbe, LPResult, LPRound
-from fastmwem.lp.scalar import scalar_alpha
+from fastmwem.lp.theory import dense_alpha, scalar_alpha
 from fastmwem.lp.warm import WarmStartIndex
 
 __all__ = [

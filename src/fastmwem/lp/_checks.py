@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fastmwem._validation import check_int, check_positive, check_probability
+from fastmwem.indices._checks import real_matrix
 
 __all__ = [
     "LPData",
@@ -33,18 +34,6 @@ __all__ = [
 BLOCK = 65536
 
 
-def _real_array(values: object, name: str) -> np.ndarray:
-    if values is None or isinstance(values, (str, bytes)):
-        raise TypeError(f"{name} must be an array of real numbers, got {type(values).__name__}")
-    try:
-        arr = np.asarray(values)
-    except ValueError as exc:  # ragged nested sequences
-        raise ValueError(f"{name} must be a rectangular array of real numbers: {exc}") from None
-    if arr.dtype.kind not in "biuf":
-        raise TypeError(f"{name} must hold real numbers, got dtype {arr.dtype}")
-    return arr
-
-
 def _finite(arr: np.ndarray, name: str) -> np.ndarray:
     """``arr`` as float32 (kept) or float64, refusing NaN and infinities by position."""
     out = arr if arr.dtype in (np.float32, np.float64) else arr.astype(np.float64)
@@ -57,7 +46,7 @@ def _finite(arr: np.ndarray, name: str) -> np.ndarray:
 
 
 def _matrix(values: object, name: str, columns: int | None) -> np.ndarray:
-    arr = _real_array(values, name)
+    arr = real_matrix(values, name)
     if arr.ndim != 2:
         raise ValueError(f"{name} must be a 2-D array (one row per constraint), got shape "
                          f"{arr.shape}")
@@ -68,7 +57,7 @@ def _matrix(values: object, name: str, columns: int | None) -> np.ndarray:
 
 
 def _vector(values: object, name: str, length: int | None, what: str) -> np.ndarray:
-    arr = _real_array(values, name)
+    arr = real_matrix(values, name)
     if arr.ndim != 1:
         raise ValueError(f"{name} must be 1-D, got shape {arr.shape}")
     if length is not None and arr.size != length:

@@ -35,20 +35,7 @@ from fastmwem.mechanisms.exponential import ExponentialMechanism
 from fastmwem.mechanisms.laplace import Geometric
 from fastmwem.mechanisms.lazy import LazyExponentialMechanism
 
-__all__ = ["DenseLP", "DenseMWU", "dense_alpha", "run_dense", "DenseTest", "vertex_selector"]
-
-
-def dense_alpha(width: float, max_constraints: int, density: float, rounds: int,
-                score_sensitivity: float, epsilon0: float, d: int, beta: float) -> float:
-    """The violation level of C1/C2 (private-LP spec s.4.2): with probability ``1 - beta`` fewer
-    than ``s`` constraints have ``A_i xbar > b_i + alpha``, with
-    ``alpha = 2 width sqrt(ln(M / s) / T) + (2 score_sensitivity / epsilon0) ln(d T / beta)``.
-
-    >>> round(dense_alpha(1.0, 3000, 30, 4000, 0.0, 1.0, 40, 0.05), 4)
-    0.0679
-    """
-    regret = 2.0 * width * math.sqrt(math.log(max_constraints / density) / rounds)
-    return regret + 2.0 * score_sensitivity / epsilon0 * math.log(d * rounds / beta)
+__all__ = ["DenseLP", "DenseMWU", "run_dense", "DenseTest", "vertex_selector"]
 
 
 @dataclass(frozen=True)

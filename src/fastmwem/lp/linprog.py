@@ -35,7 +35,7 @@ from fastmwem.lp._checks import (
 )
 from fastmwem.lp._solve import Budget, Outcome, bisect_objective, solve
 from fastmwem.lp.budget import COMPOSITIONS
-from fastmwem.lp.dense import DenseLP, DenseTest, dense_alpha, run_dense, vertex_selector
+from fastmwem.lp.dense import DenseLP, DenseTest, run_dense, vertex_selector
 from fastmwem.lp.oracles import check_index_spec, dense_oracle
 from fastmwem.lp.result import LPResult
 from fastmwem.lp.scalar import (
@@ -43,9 +43,9 @@ from fastmwem.lp.scalar import (
     build_oracle,
     objective_rows,
     run_primal,
-    scalar_alpha,
     scalar_selector,
 )
+from fastmwem.lp.theory import dense_alpha, scalar_alpha
 
 __all__ = ["private_linprog", "scalar_feasibility", "dense_feasibility", "DEFAULT_ROUNDS"]
 
@@ -162,7 +162,7 @@ def scalar_feasibility(A_ub: object, b_ub: object, *, epsilon: float, delta: flo
     public): each round is the exponential mechanism on ``A_i x_t - b_i`` (sensitivity
     ``sensitivity``, since ``x_t`` depends only on earlier choices) at ``epsilon0``, composed over
     the rounds (see :func:`~fastmwem.lp.budget.plan_privacy`). With probability ``1 - beta``
-    the output meets :func:`~fastmwem.lp.scalar.scalar_alpha`.
+    the output meets :func:`~fastmwem.lp.theory.scalar_alpha`.
 
     Args:
         A_ub, b_ub: constraints ``A_ub @ x <= b_ub`` (``b_ub`` private).
@@ -420,7 +420,7 @@ def private_linprog(c: object, A_ub: object = None, b_ub: object = None, *, A_lb
     more than ``tolerance`` (geometric, sensitivity 1) under constraint privacy. A target is
     accepted when the statistic is at most ``tolerance`` (resp. ``density``) plus the noise's
     ``ln(probes / beta)`` tail. ``tolerance=None`` uses the theoretical ``alpha``
-    (:func:`~fastmwem.lp.scalar.scalar_alpha`, :func:`~fastmwem.lp.dense.dense_alpha`), which
+    (:func:`~fastmwem.lp.theory.scalar_alpha`, :func:`~fastmwem.lp.theory.dense_alpha`), which
     is loose; a smaller public tolerance gives sharper answers.
 
     Args:

@@ -30,21 +30,9 @@ from fastmwem.mechanisms.exponential import ExponentialMechanism
 from fastmwem.mechanisms.laplace import Laplace
 from fastmwem.mechanisms.lazy import LazyExponentialMechanism
 
-__all__ = ["ScalarRows", "scalar_alpha", "scalar_selector", "run_primal", "ScalarTest"]
+__all__ = ["ScalarRows", "scalar_selector", "run_primal", "ScalarTest"]
 
 Selector = Callable[[np.ndarray, np.random.Generator], int]
-
-
-def scalar_alpha(width: float, d: int, rows: int, rounds: int, sensitivity: float,
-                 epsilon0: float, beta: float) -> float:
-    """The violation bound of S1/S2 (private-LP spec s.1): with probability ``1 - beta``,
-    ``max_i (A_i xbar - b_i) <= 2 width sqrt(ln d / T) + (2 sensitivity / epsilon0) ln(m T / beta)``.
-
-    >>> round(scalar_alpha(0.672, 50, 2000, 1000, 0.01, 50.0, 0.05), 4)  # the spec's s.2
-    0.0911
-    """
-    regret = 2.0 * width * math.sqrt(math.log(d) / rounds)
-    return regret + 2.0 * sensitivity / epsilon0 * math.log(rows * rounds / beta)
 
 
 @dataclass(frozen=True)

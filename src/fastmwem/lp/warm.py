@@ -48,6 +48,16 @@ _SMALL = 4096
 _SAFE = 1.0 + 1e-9
 
 
+def _largest(values: np.ndarray, size: int) -> tuple[np.ndarray, float]:
+    """Positions of the ``size`` largest values (any order) and the largest value left out
+    (``-inf`` when none is)."""
+    n = values.size
+    if size >= n:
+        return np.arange(n), -math.inf
+    part = np.argpartition(values, n - size - 1)
+    return part[n - size:], float(values[part[n - size - 1]])
+
+
 def _best(ids: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """``best_k`` after cutting a long list down to the scores >= its k-th largest."""
     if scores.size > 4 * k:
@@ -274,14 +284,7 @@ class WarmStartIndex(IndexBase):
         """Score every main key at ``v``: a new region, and ``v`` as both references."""
         m = self._A.shape[0]
         approx, error = self._scan(self._A, self._o, v)
-        size = min(m, self._region or max(16 * k, m // 16))
-        if size < m:
-            part = np.argpartition(approx, m - size - 1)
-            ids = part[m - size:]
-            self._rest = float(approx[part[m - size - 1]])
-        else:
-            ids = np.arange(m)
-            self._rest = -math.inf
+        ids, self._rest = _largest(approx, self._region or max(16 * k, m // 16))
         self._ids = ids.astype(np.int64, copy=False)
         self._rows = self._A[self._ids]
         self._offs = self._o[self._ids]
@@ -297,15 +300,7 @@ class WarmStartIndex(IndexBase):
 
     def _set_order(self, approx: np.ndarray, v: np.ndarray, error: float, k: int) -> None:
         """Sort the best quarter of the region by ``approx`` (at least ``16 k``)."""
-        n = approx.size
-        size = min(n, max(16 * k, n // 4))
-        if size < n:
-            part = np.argpartition(approx, n - size - 1)
-            top = part[n - size:]
-            self._rest1 = float(approx[part[n - size - 1]])
-        else:
-            top = np.arange(n)
-            self._rest1 = -math.inf
+        top, self._rest1 = _largest(approx, max(16 * k, approx.size // 4))
         self._order = top[np.argsort(-approx[top], kind="stable")]
         self._sorted = approx[self._order]
         self._v1, self._err1 = v.copy(), error
