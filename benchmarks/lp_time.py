@@ -50,7 +50,10 @@ from fastmwem.indices import make_index  # noqa: E402
 from fastmwem.lp.budget import plan_privacy  # noqa: E402
 from fastmwem.lp.oracles import scalar_oracle  # noqa: E402
 from fastmwem.lp.scalar import objective_rows, scalar_selector  # noqa: E402
-from fastmwem.mechanisms.lazy import LazyExponentialMechanism, UncertifiedOracleWarning  # noqa: E402
+from fastmwem.mechanisms.lazy import (  # noqa: E402
+    LazyExponentialMechanism,
+    UncertifiedOracleWarning,
+)
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 D, SENS, EPSILON, DELTA, T_PLAN = 50, 0.01, 1.0, 1e-6, 200

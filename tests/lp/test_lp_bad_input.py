@@ -90,6 +90,8 @@ SCALAR_CASES = {
     "composition unknown": (dict(composition="rdp"), "composition"),
     "tolerance nan": (dict(tolerance=np.nan), "tolerance"),
     "track not a bool": (dict(track="yes"), "track", TypeError),
+    "epsilon too small for the rounds": (dict(epsilon=5e-324, composition="basic", delta=0.0),
+                                         "too small"),
 }
 
 
@@ -144,6 +146,7 @@ DENSE_CASES = {
     "sensitivity for constraint": (dict(sensitivity=0.1), "sensitivity"),
     "A_lb for constraint": (dict(A_lb=PA, b_lb=PB), "A_lb"),
     "epsilon nan": (dict(epsilon=np.nan), "epsilon"),
+    "test epsilon below the geometric floor": (dict(epsilon=1e-12), "too small"),
 }
 
 

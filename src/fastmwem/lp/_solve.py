@@ -51,7 +51,7 @@ def _accountant(accountant: object, budget: Budget) -> Accountant:
 def solve(*, budget: Budget, em_rounds: int, tests: int, rng: object, accountant: object,
           run: Callable[[PrivacyPlan, np.random.Generator], Outcome], data_A: np.ndarray,
           data_b: np.ndarray, c: np.ndarray | None, setup: dict[str, object],
-          name: str = "private_linprog") -> LPResult:
+          name: str = "private_linprog", min_test_epsilon: float = 0.0) -> LPResult:
     """Plan, charge (all or nothing, before the data is read), run, and record.
 
     Every argument has been checked by the caller; the only failure left before the charge is a
@@ -62,6 +62,12 @@ def solve(*, budget: Budget, em_rounds: int, tests: int, rng: object, accountant
     plan = plan_privacy(budget.epsilon, budget.delta, em_rounds=em_rounds, tests=tests,
                         composition=budget.composition, test_fraction=budget.test_fraction,
                         kind=kind)
+    # Mechanisms refuse an epsilon of 0 (and the geometric one below 2**-40): refuse here, before
+    # the charge, rather than fail after it.
+    if plan.epsilon0 <= 0 or (tests and plan.epsilon_test <= min_test_epsilon):
+        raise ValueError(f"epsilon = {budget.epsilon} is too small for {em_rounds} rounds and "
+                         f"{tests} tests: a round's or a test's epsilon would be "
+                         f"{min(plan.epsilon0, plan.epsilon_test if tests else 1.0):.3g}")
     # the frames: warn_if_seeded, solve, the public solver (its helper), the caller
     seeded = warn_if_seeded(rng, name, stacklevel=4 if name != "private_linprog" else 5)
     generator = make_rng(rng)

@@ -21,8 +21,8 @@ def _alpha(width: float, log_experts: float, rounds: int, sensitivity: float, ep
 
 def scalar_alpha(width: float, d: int, rows: int, rounds: int, sensitivity: float,
                  epsilon0: float, beta: float) -> float:
-    """The violation bound of S1/S2: with probability ``1 - beta``,
-    ``max_i (A_i xbar - b_i) <= 2 width sqrt(ln d / T) + (2 sensitivity / epsilon0) ln(m T / beta)``.
+    """The violation bound of S1/S2: with probability ``1 - beta``, ``max_i (A_i xbar - b_i)``
+    is at most ``2 width sqrt(ln d / T) + (2 sensitivity / epsilon0) ln(m T / beta)``.
 
     >>> round(scalar_alpha(0.672, 50, 2000, 1000, 0.01, 50.0, 0.05), 4)  # the spec's s.2
     0.0911
