@@ -223,16 +223,13 @@ class WarmStartIndex(IndexBase):
             ids = np.arange(self.n_keys, dtype=np.int64)
             return best_k(ids, self._exact(ids, v), k)
         prefix = self._prefix(v, k)
-        if prefix is None:
+        if prefix is not None and prefix > max(4 * k, self._order.size // 2):
+            self._rescan_region(v, k)  # the region's order is stale
+            prefix = self._prefix(v, k)
+        if prefix is None or prefix > self._order.size:  # keys outside the region could enter
             self._rescan(v, k)
             prefix = self._prefix(v, k)
-        if prefix is None:  # ties reaching past the region: score every key
-            ids = np.arange(self.n_keys, dtype=np.int64)
-            return best_k(ids, self._exact(ids, v), k)
-        if prefix > max(4 * k, self._order.size // 2):  # the region's order is stale
-            self._rescan_region(v, k)
-            prefix = self._prefix(v, k)
-        if prefix is None or prefix > self._order.size:  # ties past the sorted part
+        if prefix is None or prefix > self._order.size:  # ties past the region: score all keys
             ids = np.arange(self.n_keys, dtype=np.int64)
             return best_k(ids, self._exact(ids, v), k)
         pos = self._order[:prefix]
