@@ -8,6 +8,9 @@ with a companion assertion that the naive scan really does get them wrong (so th
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -61,6 +64,11 @@ def test_flat_float64_keys_near_ties():
     assert index.storage == np.float64
     for v in (np.array([1.0, -1.0, 0.5]), np.array([1e-300, 2e-300, 0.0])):
         _assert_true_top_k(index, keys, v, 25)
+    wide_ints = np.array([[2**30 + 1, 0], [2**30, 1]], dtype=np.int64)
+    ints = FlatIndex()
+    ints.add(wide_ints)
+    assert ints.storage == np.float64  # float32 would round 2^30 + 1
+    assert ints.search([1.0, 0.5], 1)[1][0, 0] == 0
 
 
 def test_flat_huge_and_tiny_queries():
@@ -81,7 +89,7 @@ def test_bitpacked_below_quantisation(backend):
     v = 1.0 + rng.integers(0, 1000, size=d) * 1e-13
     index = BitPackedIndex(d, backend=backend)
     index.add(keys)
-    quantised, _ = index._scan(v)
+    quantised, _ = index._scan(v, False)
     naive = np.argsort(-quantised, kind="stable")[:45]
     exact, kth = _truth(keys, v, 45)
     assert not np.all(exact[naive] >= kth)  # the integer scan alone misses true top keys
@@ -145,3 +153,60 @@ def test_window_candidates_is_a_superset_of_the_window(n):
             want = np.flatnonzero(values >= kth - window)
             assert np.isin(want, got).all()
             assert np.all(values[got] >= values.min())
+
+
+def test_without_numba_the_numpy_backend_is_chosen():
+    # A fresh interpreter where importing numba fails, as on an install without the extra.
+    code = (
+        "import sys; sys.modules['numba'] = None\n"
+        "import numpy as np\n"
+        "from fastmwem.indices import BitPackedIndex, numba_available\n"
+        "assert not numba_available()\n"
+        "index = BitPackedIndex(9)\n"
+        "assert index.backend == 'numpy'\n"
+        "index.add(np.eye(9))\n"
+        "assert index.search(np.arange(9.0), 1)[1][0, 0] == 8\n"
+        "try:\n"
+        "    BitPackedIndex(9, backend='numba')\n"
+        "except ImportError as exc:\n"
+        "    assert 'fastmwem[numba]' in str(exc)\n"
+        "else:\n"
+        "    raise AssertionError('no ImportError')\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_bitpacked_threads_do_not_change_results():
+    if not numba_available():
+        pytest.skip("numba is not installed")
+    rng = np.random.default_rng(7)
+    keys = rng.random((40_000, 24)) < 0.5  # above the size where the scan goes parallel
+    indices = [BitPackedIndex(24, threads=t) for t in (1, 2)] + [BitPackedIndex(24, backend="numpy")]
+    for index in indices:
+        index.add(keys)
+    v = rng.normal(size=24)
+    results = [index.search_abs(v, 200) for index in indices]
+    for other in results[1:]:
+        np.testing.assert_array_equal(results[0][0], other[0])
+        np.testing.assert_array_equal(results[0][1], other[1])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_bitpacked_adds_across_block_boundaries(backend):
+    # Keys live in blocks of 4096: appending 3000 + 3000 + 1 keys fills, crosses and starts blocks.
+    rng = np.random.default_rng(8)
+    keys = rng.random((6001, 13)) < 0.5
+    split = BitPackedIndex(13, backend=backend)
+    for part in (keys[:3000], keys[3000:6000], keys[6000:]):
+        split.add(part)
+    whole = BitPackedIndex(13, backend=backend)
+    whole.add_packed(np.packbits(keys, axis=1))
+    assert split.n_keys == whole.n_keys == 6001
+    np.testing.assert_array_equal(split.packed, np.packbits(keys, axis=1))
+    v = rng.normal(size=13)
+    for index in (split, whole):
+        _assert_true_top_k(index, keys.astype(np.float64), v, 50)
+        np.testing.assert_allclose(index.score(np.arange(6001), v), keys @ v, rtol=1e-12,
+                                   atol=1e-12)
+        # the padding keys of the last block are never returned
+        assert index.search(-np.abs(v) - 1.0, 6001)[1].max() == 6000

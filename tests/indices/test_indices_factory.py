@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -16,6 +17,7 @@ from fastmwem.indices import (
     load_index,
     make_index,
 )
+
 
 def _ann(spec: str) -> None:
     pytest.importorskip("faiss" if spec.startswith("faiss") else "hnswlib")
@@ -120,6 +122,7 @@ def test_hnswlib_is_approximate():
     ({"spec": "bitpacked", "keys": [[0.0, 0.5]]}, ValueError, "0/1"),
     ({"spec": "bitpacked", "keys": np.eye(3), "backend": "gpu"}, ValueError, "backend"),
     ({"spec": "bitpacked", "dimension": 0}, ValueError, "dimension"),
+    ({"spec": "bitpacked", "dimension": 3, "threads": 0}, ValueError, "threads"),
     ({"spec": "flat", "keys": np.eye(3), "private": "yes"}, TypeError, "private"),
 ])
 def test_bad_build_input(kwargs, exc, match):
@@ -169,3 +172,17 @@ def test_faiss_bad_factory_and_params():
         make_index("faiss:Flat", np.eye(3), params={"nprobe": 3})
     with pytest.raises(ValueError, match="train"):
         make_index("faiss:IVF64,Flat", np.eye(3), progress=False)
+
+
+@pytest.mark.slow
+def test_a_long_build_shows_progress_on_stderr(capsys):
+    # The bar appears only after two seconds: a slow consumer of the row blocks stands in for a
+    # long build.
+    from fastmwem.indices._checks import row_blocks
+
+    for _ in row_blocks(np.zeros((3, 2)), 1, progress="building test"):
+        time.sleep(1.1)
+    assert "building test" in capsys.readouterr().err
+    for _ in row_blocks(np.zeros((3, 2)), 1):
+        pass
+    assert capsys.readouterr().err == ""

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import os
+import sys
 
 import numpy as np
+from tqdm import tqdm
 
 from fastmwem._validation import check_int
 
 __all__ = [
     "check_dimension", "check_keys", "check_queries", "check_k", "check_ids", "check_save_path",
-    "real_matrix",
+    "real_matrix", "row_blocks",
 ]
 
 
@@ -45,11 +47,29 @@ def _finite_2d(values: object, name: str, dimension: int | None, *, allow_1d: bo
     if arr.shape[1] == 0:
         raise ValueError(f"{name} must have at least one column")
     if arr.dtype.kind == "f":
-        bad = ~np.isfinite(arr)
-        if bad.any():
-            row, col = np.argwhere(bad)[0]
-            raise ValueError(f"{name} must be finite: {name}[{row}, {col}] = {arr[row, col]}")
+        for start, block in row_blocks(arr):
+            bad = ~np.isfinite(block)
+            if bad.any():
+                row, col = np.argwhere(bad)[0]
+                raise ValueError(f"{name} must be finite: {name}[{start + row}, {col}] = "
+                                 f"{block[row, col]}")
     return arr
+
+
+def row_blocks(arr: np.ndarray, rows: int = 8192, *, progress: str | None = None):
+    """``(start, arr[start:start + rows])`` over the rows: bounds the temporaries of a pass over
+    a large key matrix (a million keys of 1024 entries are 4 GB in float32). With ``progress``
+    (a label), a bar on stderr shows the pass if it lasts more than two seconds."""
+    if progress is None:  # the common case (every query check): no bar object at all
+        for start in range(0, arr.shape[0], rows):
+            yield start, arr[start:start + rows]
+        return
+    with tqdm(total=arr.shape[0], desc=progress, unit="keys", file=sys.stderr,
+              delay=2.0) as bar:
+        for start in range(0, arr.shape[0], rows):
+            block = arr[start:start + rows]
+            yield start, block
+            bar.update(block.shape[0])
 
 
 def check_keys(keys: object, dimension: int | None, name: str = "keys") -> np.ndarray:

@@ -94,17 +94,18 @@ class IndexBase(abc.ABC):
 class ExactScanIndex(IndexBase):
     """An exact index: a bounded-error scan of every key, then exact rescoring of a window.
 
-    Subclasses give ``_scan(v) -> (approximate scores, window)`` where every exact score ``a_i``
-    (as ``_exact`` computes it) satisfies ``|approx_i - a_i| <= window / 2``, in any units shared
-    by both returned values, and ``_exact(ids, v)``, the float64 scores ``score`` returns.
-    Searching by ``|score|`` (``search_abs``) reuses the same scan.
+    Subclasses give ``_scan(v, absolute) -> (approximate scores, window)`` where every exact
+    score ``a_i`` (as ``_exact`` computes it) satisfies ``|approx_i - a_i| <= window / 2``, in any
+    units shared by both returned values (with ``absolute``, the approximations of ``|a_i|``),
+    and ``_exact(ids, v)``, the float64 scores ``score`` returns. Searching by ``|score|``
+    (``search_abs``) costs one scan, like ``search``.
     """
 
     exact = True
     certified_gap = 0.0
 
     @abc.abstractmethod
-    def _scan(self, v: np.ndarray) -> tuple[np.ndarray, float]: ...
+    def _scan(self, v: np.ndarray, absolute: bool) -> tuple[np.ndarray, float]: ...
 
     @abc.abstractmethod
     def _exact(self, ids: np.ndarray, v: np.ndarray) -> np.ndarray: ...
@@ -112,9 +113,7 @@ class ExactScanIndex(IndexBase):
     def _top(self, v: np.ndarray, k: int, absolute: bool) -> tuple[np.ndarray, np.ndarray]:
         if self.n_keys == 0:
             return np.empty(0), np.empty(0, dtype=np.int64)
-        approx, window = self._scan(v)
-        if absolute:
-            approx = np.abs(approx)
+        approx, window = self._scan(v, absolute)
         cand = window_candidates(approx, k, window)
         exact = self._exact(cand, v)
         return best_k(cand, exact, k, key=np.abs(exact) if absolute else None)

@@ -15,7 +15,9 @@ import math
 
 import numpy as np
 
-__all__ = ["gamma", "holder_bound", "window_candidates", "best_k", "pad_results"]
+__all__ = [
+    "gamma", "holder_bound", "update_norms", "window_candidates", "best_k", "pad_results",
+]
 
 #: Unit roundoffs of float32 and float64 (round to nearest).
 U32 = 2.0**-24
@@ -43,6 +45,18 @@ def holder_bound(norms: tuple[float, float, float], v: np.ndarray) -> float:
     bound = min(l1 * float(av.max(initial=0.0)), l2 * math.sqrt(float(av @ av)),
                 linf * float(av.sum()))
     return bound * (1.0 + 1e-9)
+
+
+def update_norms(norms: tuple[float, float, float], keys: np.ndarray,
+                 rows: int = 8192) -> tuple[float, float, float]:
+    """``norms`` (largest L1, L2 and Linf norm of a key) updated with the rows of ``keys``."""
+    l1, l2, linf = norms
+    for start in range(0, keys.shape[0], rows):
+        block = np.abs(np.asarray(keys[start:start + rows], dtype=np.float64))
+        l1 = max(l1, float(block.sum(axis=1).max()))
+        l2 = max(l2, float(np.sqrt((block * block).sum(axis=1)).max()))
+        linf = max(linf, float(block.max()))
+    return l1, l2, linf
 
 
 def window_candidates(values: np.ndarray, k: int, window: float) -> np.ndarray:

@@ -14,16 +14,23 @@ import importlib
 import json
 import math
 import os
-import sys
 import tempfile
 from types import ModuleType
 
 import numpy as np
-from tqdm import tqdm
 
-from fastmwem.indices._checks import check_dimension, check_keys, real_matrix
+from fastmwem._validation import check_int
+from fastmwem.indices._checks import check_dimension, check_keys, real_matrix, row_blocks
 from fastmwem.indices._common import IndexBase
-from fastmwem.indices._topk import U32, U64, best_k, gamma, holder_bound, pad_results
+from fastmwem.indices._topk import (
+    U32,
+    U64,
+    best_k,
+    gamma,
+    holder_bound,
+    pad_results,
+    update_norms,
+)
 from fastmwem.indices.bitpacked import BitPackedIndex
 from fastmwem.indices.flat import FlatIndex
 
@@ -31,8 +38,8 @@ __all__ = ["FaissIndex", "HnswlibIndex", "mips_to_l2", "mips_query_to_l2", "requ
 
 # Keys added per call to the underlying library, so a long build can show progress.
 _ADD_CHUNK = 20_000
-# Builds announce themselves on stderr only once they have taken this long (seconds).
-_PROGRESS_DELAY = 2.0
+# Keys an IVF index is trained on, at most (an evenly strided sample of the first batch).
+_TRAIN_SAMPLE = 100_000
 
 
 def require_ann(module: str) -> ModuleType:
@@ -73,7 +80,8 @@ def mips_query_to_l2(queries: object) -> np.ndarray:
 
 
 def _is_binary(arr: np.ndarray) -> bool:
-    return arr.dtype == np.bool_ or bool(np.all((arr == 0) | (arr == 1)))
+    return arr.dtype == np.bool_ or all(bool(np.all((block == 0) | (block == 1)))
+                                        for _, block in row_blocks(arr))
 
 
 class _AdapterBase(IndexBase):
@@ -104,12 +112,9 @@ class _AdapterBase(IndexBase):
         self._store.add(arr)
 
     def _add_in_chunks(self, vectors: np.ndarray, add_chunk, label: str) -> None:
-        with tqdm(total=vectors.shape[0], desc=f"building {label}", unit="keys", file=sys.stderr,
-                  disable=not self.progress, delay=_PROGRESS_DELAY) as bar:
-            for s in range(0, vectors.shape[0], _ADD_CHUNK):
-                chunk = vectors[s:s + _ADD_CHUNK]
-                add_chunk(chunk, s)
-                bar.update(chunk.shape[0])
+        label = f"building {label}" if self.progress else None
+        for start, chunk in row_blocks(vectors, _ADD_CHUNK, progress=label):
+            add_chunk(chunk, start)
 
     def _rescored(self, ids: np.ndarray, v: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         ids = np.unique(ids[ids >= 0]).astype(np.int64)
@@ -150,15 +155,19 @@ class FaissIndex(_AdapterBase):
             ``{"efConstruction": 100}`` (applied before keys are added).
         private: the keys are private (``save`` then refuses).
         progress: show a progress bar on stderr for builds longer than two seconds.
+        threads: OpenMP threads of a search (default: faiss's, every core). A single query
+            gains little from several threads and, on a busy machine, loses a lot.
     """
 
     kind = "faiss"
 
     def __init__(self, factory: str, dimension: int, *, metric: str = "ip",
                  max_norm: float | None = None, params: dict[str, float] | None = None,
-                 private: bool = False, progress: bool = True) -> None:
+                 private: bool = False, progress: bool = True, threads: int | None = None) -> None:
         super().__init__(dimension, private=private, progress=progress)
         faiss = require_ann("faiss")
+        self._faiss = faiss
+        self.threads = None if threads is None else check_int(threads, "threads", minimum=1)
         if not isinstance(factory, str) or not factory:
             raise ValueError(f"factory must be a faiss index_factory string, got {factory!r}")
         if metric not in ("ip", "l2"):
@@ -193,26 +202,28 @@ class FaissIndex(_AdapterBase):
 
     def add(self, keys: object) -> None:
         """Append keys; the first call trains the index if it needs training."""
-        arr = check_keys(keys, self.dimension).astype(np.float64, copy=False)
-        vectors = arr
-        if self.metric == "l2":
-            vectors, bound = mips_to_l2(arr, self.max_norm)
-            self.max_norm = bound
-        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        arr = check_keys(keys, self.dimension)
+        if self.metric == "l2" and self.max_norm is None:
+            self.max_norm = update_norms((0.0, 0.0, 0.0), arr)[1]
         if not self._index.is_trained:
+            # A strided sample is plenty for k-means (faiss itself samples 256 keys per list).
+            sample = arr[::max(1, arr.shape[0] // _TRAIN_SAMPLE)]
             try:
-                self._index.train(vectors)
+                self._index.train(self._vectors(sample))
             except RuntimeError as exc:
                 raise ValueError(f"cannot train faiss index {self.factory!r} on "
-                                 f"{vectors.shape[0]} keys (IVF needs at least as many keys as "
+                                 f"{sample.shape[0]} keys (IVF needs at least as many keys as "
                                  f"lists): {str(exc).splitlines()[-1]}") from None
-        self._add_in_chunks(vectors, lambda chunk, _: self._index.add(chunk),
+        self._add_in_chunks(arr, lambda chunk, _: self._index.add(self._vectors(chunk)),
                             f"faiss {self.factory}")
-        absval = np.abs(arr)
-        norms = (float(absval.sum(axis=1).max()), float(np.sqrt((arr * arr).sum(axis=1)).max()),
-                 float(absval.max()))
-        self._norms = tuple(max(a, b) for a, b in zip(self._norms, norms))
+        self._norms = update_norms(self._norms, arr)
         self._keep(arr)
+
+    def _vectors(self, keys: np.ndarray) -> np.ndarray:
+        """Keys as faiss stores them: float32, through the L2 reduction for ``metric="l2"``."""
+        if self.metric == "l2":
+            keys = mips_to_l2(keys, self.max_norm)[0]
+        return np.ascontiguousarray(keys, dtype=np.float32)
 
     def _query(self, v: np.ndarray) -> np.ndarray:
         row = mips_query_to_l2(v[None, :])[0] if self.metric == "l2" else v
@@ -245,13 +256,19 @@ class FaissIndex(_AdapterBase):
         qs, kk = self._check_search(queries, k)
         if self.n_keys == 0:
             return pad_results([(np.empty(0), np.empty(0, np.int64))] * qs.shape[0], kk)
-        rows = []
-        for v in qs:
-            if self.exact:
-                rows.append(self._exact_top(v, kk))
-            else:
-                _, ids = self._index.search(self._query(v), min(kk, self.n_keys))
-                rows.append(self._rescored(ids[0], v, kk))
+        before = self._faiss.omp_get_max_threads()
+        if self.threads is not None:
+            self._faiss.omp_set_num_threads(self.threads)
+        try:
+            rows = []
+            for v in qs:
+                if self.exact:
+                    rows.append(self._exact_top(v, kk))
+                else:
+                    _, ids = self._index.search(self._query(v), min(kk, self.n_keys))
+                    rows.append(self._rescored(ids[0], v, kk))
+        finally:
+            self._faiss.omp_set_num_threads(before)
         return pad_results(rows, kk)
 
     def _payload(self) -> dict[str, np.ndarray]:
@@ -263,11 +280,12 @@ class FaissIndex(_AdapterBase):
 
     @classmethod
     def from_payload(cls, dimension: int, payload: dict[str, np.ndarray], *,
-                     private: bool = False, progress: bool = True) -> FaissIndex:
+                     private: bool = False, progress: bool = True,
+                     threads: int | None = None) -> FaissIndex:
         faiss = require_ann("faiss")
         meta = json.loads(str(payload["meta"]))
         index = cls(meta["factory"], dimension, metric=meta["metric"], max_norm=meta["max_norm"],
-                    params=meta["params"], private=private, progress=progress)
+                    params=meta["params"], private=private, progress=progress, threads=threads)
         index._index = faiss.deserialize_index(np.asarray(payload["faiss"], dtype=np.uint8))
         index._norms = tuple(meta["norms"])
         index._restore(payload)
@@ -302,14 +320,15 @@ class HnswlibIndex(_AdapterBase):
 
     def add(self, keys: object) -> None:
         """Append keys (ids continue from ``n_keys``)."""
-        arr = check_keys(keys, self.dimension).astype(np.float64, copy=False)
+        arr = check_keys(keys, self.dimension)
         start = self.n_keys
         self._index.resize_index(start + arr.shape[0])
-        vectors = np.ascontiguousarray(arr, dtype=np.float32)
-        self._add_in_chunks(
-            vectors, lambda chunk, s: self._index.add_items(chunk, np.arange(start + s, start + s
-                                                                             + chunk.shape[0])),
-            "hnswlib")
+
+        def add_chunk(chunk: np.ndarray, offset: int) -> None:
+            ids = np.arange(start + offset, start + offset + chunk.shape[0])
+            self._index.add_items(np.ascontiguousarray(chunk, dtype=np.float32), ids)
+
+        self._add_in_chunks(arr, add_chunk, "hnswlib")
         self._keep(arr)
 
     def search(self, queries: object, k: object) -> tuple[np.ndarray, np.ndarray]:

@@ -6,9 +6,9 @@ import math
 
 import numpy as np
 
-from fastmwem.indices._checks import check_dimension, check_keys
+from fastmwem.indices._checks import check_dimension, check_keys, row_blocks
 from fastmwem.indices._common import ExactScanIndex
-from fastmwem.indices._topk import U32, U64, gamma, holder_bound
+from fastmwem.indices._topk import U32, U64, gamma, holder_bound, update_norms
 
 __all__ = ["FlatIndex", "exact_dot"]
 
@@ -45,6 +45,7 @@ class FlatIndex(ExactScanIndex):
     Args:
         dimension: key length; taken from the first ``add`` when omitted.
         private: the keys are private (``save`` then refuses).
+        progress: show a progress bar on stderr for an ``add`` longer than two seconds.
 
     >>> index = FlatIndex()
     >>> index.add(np.eye(3))
@@ -54,9 +55,13 @@ class FlatIndex(ExactScanIndex):
 
     kind = "flat"
 
-    def __init__(self, dimension: int | None = None, *, private: bool = False) -> None:
+    def __init__(self, dimension: int | None = None, *, private: bool = False,
+                 progress: bool = True) -> None:
         super().__init__(None if dimension is None else check_dimension(dimension),
                          private=private)
+        if not isinstance(progress, bool):
+            raise TypeError(f"progress must be a bool, got {type(progress).__name__}")
+        self.progress = progress
         self._keys: np.ndarray | None = None
         self._norms = (0.0, 0.0, 0.0)  # largest L1, L2 and Linf norm of a key
 
@@ -77,16 +82,20 @@ class FlatIndex(ExactScanIndex):
 
     def add(self, keys: object) -> None:
         """Append keys (rows of a finite 2-D array); their ids continue from ``n_keys``."""
-        arr = check_keys(keys, self._dimension).astype(np.float64, copy=False)
-        narrow = arr.astype(np.float32)
-        lossless = bool(np.all(narrow == arr)) and self.storage == np.float32
-        new = narrow if lossless else arr
-        if self._keys is not None and self._keys.dtype != new.dtype:
-            self._keys = self._keys.astype(np.float64)
-        absval = np.abs(arr)
-        norms = (float(absval.sum(axis=1).max()), float(np.sqrt((arr * arr).sum(axis=1)).max()),
-                 float(absval.max()))
-        self._norms = tuple(max(a, b) for a, b in zip(self._norms, norms))
+        arr = check_keys(keys, self._dimension)
+        storage = self.storage
+        if storage == np.float32 and not np.can_cast(arr.dtype, np.float32, "safe"):
+            # e.g. float64 or int64 input: keep float32 only if every entry survives the rounding
+            if not all(np.array_equal(block.astype(np.float32), block)
+                       for _, block in row_blocks(arr)):
+                storage = np.dtype(np.float64)
+        if self._keys is not None and self._keys.dtype != storage:
+            self._keys = self._keys.astype(storage)
+        new = np.empty(arr.shape, dtype=storage)
+        label = "building flat index" if self.progress else None
+        for start, block in row_blocks(arr, progress=label):
+            new[start:start + block.shape[0]] = block
+            self._norms = update_norms(self._norms, block)
         self._keys = new if self._keys is None else np.concatenate([self._keys, new])
         self._dimension = arr.shape[1]
 
@@ -94,7 +103,7 @@ class FlatIndex(ExactScanIndex):
         """A float64 copy of the stored keys."""
         return np.empty((0, self.dimension)) if self._keys is None else self._keys.astype(np.float64)
 
-    def _scan(self, v: np.ndarray) -> tuple[np.ndarray, float]:
+    def _scan(self, v: np.ndarray, absolute: bool) -> tuple[np.ndarray, float]:
         keys = self._keys
         d = keys.shape[1]
         top = float(np.abs(v).max())
@@ -107,7 +116,9 @@ class FlatIndex(ExactScanIndex):
         approx = (keys.astype(np.float64, copy=False) if wide and keys.dtype != np.float64
                   else keys) @ scaled.astype(np.float64 if wide else np.float32)
         if not np.all(np.isfinite(approx)):  # cannot happen for finite keys below 1e37; a guard
-            return self._exact(np.arange(self.n_keys), v), 0.0
+            approx = self._exact(np.arange(self.n_keys), scaled)
+        if absolute:
+            np.abs(approx, out=approx)
         spread = holder_bound(self._norms, scaled)
         scan_error = gamma(d + 3, unit) * spread + (0.0 if wide else (self._norms[0] + d) * _TINY32)
         exact_error = gamma(d + 1, U64) * spread

@@ -107,19 +107,18 @@ def _distinct_ids(generator: np.random.Generator, n: int, forbidden: np.ndarray,
     if 2 * (forbidden.size + t) > n:
         allowed = np.setdiff1d(np.arange(n, dtype=np.int64), forbidden, assume_unique=True)
         return generator.choice(allowed, size=t, replace=False)
-    out = np.empty(0, dtype=np.int64)
-    while out.size < t:
-        need = t - out.size
+    chosen: dict[int, None] = {}  # insertion-ordered: the accepted ids in draw order
+    while len(chosen) < t:
+        need = t - len(chosen)
         draw = generator.integers(0, n, size=need + need // 2 + 16, dtype=np.int64)
         if forbidden.size:
             pos = np.minimum(np.searchsorted(forbidden, draw), forbidden.size - 1)
             draw = draw[forbidden[pos] != draw]
-        _, first = np.unique(draw, return_index=True)
-        draw = draw[np.sort(first)]
-        if out.size:
-            draw = draw[~np.isin(draw, out)]
-        out = np.concatenate([out, draw[:need]])
-    return out
+        for x in draw.tolist():
+            chosen.setdefault(x)
+            if len(chosen) == t:
+                break
+    return np.fromiter(chosen, dtype=np.int64, count=t)
 
 
 def _check_oracle(oracle: object) -> None:
@@ -308,7 +307,7 @@ class LazyExponentialMechanism:
         return v, self._check_exclude(exclude, n)
 
     # -- scores ------------------------------------------------------------------------------
-    def scores(self, ids: np.ndarray, query_vector: np.ndarray) -> np.ndarray:
+    def _candidate_scores(self, ids: np.ndarray, query_vector: np.ndarray) -> np.ndarray:
         """Exact scores of candidate ids (mapped through ``absolute`` / ``complement``)."""
         ids = np.asarray(ids, dtype=np.int64)
         m = int(self.oracle.n_keys)
@@ -364,7 +363,8 @@ class LazyExponentialMechanism:
             query_vector: the vector scored against every key (length ``oracle.dimension``).
             rng: seed or Generator (see ``fastmwem.random.make_rng``).
             exclude: candidate ids removed from the selection (e.g. queries already measured);
-                the law on the rest is the mechanism's law restricted to them.
+                the law on the rest is the mechanism's law restricted to them. The set must be
+                public (chosen without looking at the data, or released earlier).
             accountant: charged ``privacy`` before the oracle is searched.
         """
         return self.select_with_stats(query_vector, rng=rng, exclude=exclude,
@@ -397,7 +397,6 @@ class LazyExponentialMechanism:
         margin = best - float(y_top.min()) - lowered * (1.0 + 2.0**-40)
         pool = n - top_ids.size - excluded.size
         n_tail = 0
-        from_tail = False
         if pool > 0 and margin < math.inf:
             p_tail = 1.0 if margin < -700.0 else -math.expm1(-math.exp(-margin))
             n_tail = int(generator.binomial(pool, p_tail)) if p_tail > 0 else 0
@@ -405,21 +404,21 @@ class LazyExponentialMechanism:
             forbidden = np.union1d(top_ids, excluded)
             tail_ids = _distinct_ids(generator, n, forbidden, n_tail)
             g_tail = _truncated_gumbel(generator, n_tail, p_tail, margin)
-            y_tail = _log_weights(self.scores(tail_ids, v), scale, best_score)
+            y_tail = _log_weights(self._candidate_scores(tail_ids, v), scale, best_score)
             noisy_tail = y_tail + g_tail
             j = int(np.argmax(noisy_tail))
             if noisy_tail[j] > best:
                 return LazyStats(int(tail_ids[j]), n - excluded.size, top_ids.size, n_tail,
                                  margin, True)
         return LazyStats(int(top_ids[winner]), n - excluded.size, top_ids.size, n_tail, margin,
-                         from_tail)
+                         False)
 
     # -- the exact law (full scan; for tests and small N) --------------------------------------
     def log_probabilities(self, query_vector: object, *, exclude: object = None) -> np.ndarray:
         """The exact output law over all ``N`` candidates, as natural-log probabilities
         (``-inf`` for excluded ids). Scores every key: ``O(N d)``."""
         v, excluded = self._checked(query_vector, exclude)
-        scores = self.scores(np.arange(self.n_candidates), v)
+        scores = self._candidate_scores(np.arange(self.n_candidates), v)
         keep = np.ones(scores.size, dtype=bool)
         keep[excluded] = False
         logw = np.full(scores.size, -np.inf)
