@@ -156,6 +156,10 @@ class WarmStartIndex(IndexBase):
         self._err1 = 0.0
         self._order = np.empty(0, dtype=np.int64)
         self._sorted = np.empty(0)
+        # The sorted part's ids, rows and offsets, copied in level-1 order: a prefix is a slice.
+        self._sids = np.empty(0, dtype=np.int64)
+        self._srows = np.empty((0, d), dtype=self._A.dtype)
+        self._soffs = np.empty(0)
         self._rest1 = -math.inf  # best level-1 score of the region's unsorted part
         self.rescans = 0
         self.region_rescans = 0
@@ -232,14 +236,26 @@ class WarmStartIndex(IndexBase):
         if prefix is None or prefix > self._order.size:  # ties past the region: score all keys
             ids = np.arange(self.n_keys, dtype=np.int64)
             return best_k(ids, self._exact(ids, v), k)
-        pos = self._order[:prefix]
-        ids = self._ids[pos]
-        scores = exact_dot(self._rows[pos], v[:-1]) + float(v[-1]) * self._offs[pos]
+        ids, scores = self._rescore(v, k, prefix)
         if self._E.shape[0]:
             extra = np.arange(m, self.n_keys, dtype=np.int64)
             ids = np.concatenate([ids, extra])
             scores = np.concatenate([scores, self._exact(extra, v)])
         return _best(ids, scores, k)
+
+    def _rescore(self, v: np.ndarray, k: int, prefix: int) -> tuple[np.ndarray, np.ndarray]:
+        """Exact scores of the keys of the prefix that can reach its top k: a BLAS pass over the
+        (contiguous) prefix with a proven error ``E``, then exact scores of the keys within
+        ``2 E`` of its k-th approximate score (the window argument of ``indices._topk``)."""
+        rows, ids, offs = self._srows[:prefix], self._sids[:prefix], self._soffs[:prefix]
+        if prefix > 2 * k:
+            approx, error = self._scan(rows, offs, v)
+            error = (error + gamma(self.dimension + 3, U64)
+                     * holder_bound(self._key_stats().norms, v)) * _SAFE
+            kth = np.partition(approx, prefix - k)[prefix - k]
+            keep = np.flatnonzero(approx >= kth - 2.0 * error)
+            rows, ids, offs = rows[keep], ids[keep], offs[keep]
+        return ids, exact_dot(rows, v[:-1]) + float(v[-1]) * offs
 
     def _prefix(self, v: np.ndarray, k: int) -> int | None:
         """How many region keys (in level-1 order) can hold the top k at ``v``; None when keys
@@ -300,4 +316,7 @@ class WarmStartIndex(IndexBase):
         top, self._rest1 = _largest(approx, max(16 * k, approx.size // 4))
         self._order = top[np.argsort(-approx[top], kind="stable")]
         self._sorted = approx[self._order]
+        self._sids = self._ids[self._order]
+        self._srows = self._rows[self._order]
+        self._soffs = self._offs[self._order]
         self._v1, self._err1 = v.copy(), error
