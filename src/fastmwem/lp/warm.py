@@ -282,7 +282,8 @@ class WarmStartIndex(IndexBase):
             top = float(np.abs(x).max())
             shift = math.frexp(top)[1] if top > 0 else 0
             scaled = np.ldexp(x, -shift)
-            approx = np.ldexp((rows @ scaled.astype(np.float32)).astype(np.float64), shift)
+            approx = (rows @ scaled.astype(np.float32)).astype(np.float64)
+            approx *= math.ldexp(1.0, shift)  # exact: a power of two
             # float32 rounding of the query and of the d-term dot product, plus entries and
             # products below float32's normal range, all scaled back by 2**shift.
             error = math.ldexp(gamma(rows.shape[1] + 3, U32) * holder_bound(norms, scaled)
@@ -290,8 +291,12 @@ class WarmStartIndex(IndexBase):
         else:
             approx = rows @ x
             error = 0.0
-        approx += t * offsets
-        return approx, error + gamma(self.dimension + 3, U64) * holder_bound(norms, v)
+        if t == 1.0:  # the LP's queries: no temporary for t * offsets
+            approx += offsets
+        else:
+            approx += t * offsets
+        # float64 rounding of the sums, and an absolute term for results in the subnormal range
+        return approx, error + gamma(self.dimension + 3, U64) * holder_bound(norms, v) + 2.0**-1060
 
     def _rescan(self, v: np.ndarray, k: int) -> None:
         """Score every main key at ``v``: a new region, and ``v`` as both references."""
