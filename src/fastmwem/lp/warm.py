@@ -218,7 +218,8 @@ class WarmStartIndex(IndexBase):
     def _distance(self, v: np.ndarray, ref: np.ndarray, error: float) -> float:
         """How far an exact float64 score at ``v`` can be from a reference score at ``ref``."""
         drift = self._key_stats().drift(v[:-1] - ref[:-1], float(v[-1] - ref[-1]))
-        rounding = gamma(self.dimension + 3, U64) * holder_bound(self._key_stats().norms, v)
+        rounding = (gamma(self.dimension + 3, U64) * holder_bound(self._key_stats().norms, v)
+                    + 2.0**-1060)
         return (error + drift + rounding) * _SAFE
 
     def _top(self, v: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -251,7 +252,7 @@ class WarmStartIndex(IndexBase):
         if prefix > 2 * k:
             approx, error = self._scan(rows, offs, v)
             error = (error + gamma(self.dimension + 3, U64)
-                     * holder_bound(self._key_stats().norms, v)) * _SAFE
+                     * holder_bound(self._key_stats().norms, v) + 2.0**-1060) * _SAFE
             kth = np.partition(approx, prefix - k)[prefix - k]
             keep = np.flatnonzero(approx >= kth - 2.0 * error)
             rows, ids, offs = rows[keep], ids[keep], offs[keep]
