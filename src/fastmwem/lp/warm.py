@@ -17,8 +17,9 @@ Two levels of reference scores. A full scan at ``v0`` keeps the best region ``R`
 sorted by its scores there. With ``W0``, ``W1`` the distances (rounding plus drift) from the two
 references to the exact float64 scores at ``v``, the k-th best exact score is at least
 ``lower = c1_(k) - W1``; keys outside ``R`` are excluded when ``rest + W0 < lower``, keys of ``R``
-with ``c1_i < lower - W1`` always. The survivors, a prefix of ``R``'s order, are rescored exactly
-and the best k returned. A drift that breaks the first condition triggers a full rescan, a long
+with ``c1_i < lower - W1`` always. The survivors, a prefix of ``R``'s order kept contiguous, are
+rescored by one BLAS pass with a proven error bound, then exactly within the window of their k-th
+score, and the best k returned. A drift that breaks the first condition triggers a full rescan, a long
 prefix a rescan of ``R`` (``|R|/m`` of the cost). The result is always a true top-k set, the lazy
 exponential mechanism's requirement, whatever the queries; only the cost depends on how far they
 move.
