@@ -9,6 +9,7 @@ from fastmwem.accounting import (
     PureDP,
 )
 from fastmwem.data import Dataset, Domain, PrivacyLeakWarning, Schema
+from fastmwem.lp import LPResult, private_linprog
 from fastmwem.random import make_rng
 from fastmwem.release import MWEMResult, mwem
 from fastmwem.release.pmw import Answer, PMWSession, SessionExhaustedError
@@ -30,6 +31,8 @@ __all__ = [
     "PMWSession",
     "Answer",
     "SessionExhaustedError",
+    "LPResult",
     "make_rng",
     "mwem",
+    "private_linprog",
 ]

@@ -130,6 +130,14 @@ def _indexed(spec: str, kind: str, **options) -> Callable[[np.random.Generator],
     return make
 
 
+def _warm_start(rng: np.random.Generator) -> tuple[object, np.ndarray]:
+    """fastmwem.lp's WarmStartIndex on random keys, its cache on from the first query."""
+    from fastmwem.lp import WarmStartIndex
+
+    keys = rng.normal(size=(40, 6))
+    return WarmStartIndex(keys[:, :-1], keys[:, -1], brute_force_below=0), keys
+
+
 def _numba_bitpacked(rng: np.random.Generator) -> tuple[object, np.ndarray]:
     if not numba_available():
         pytest.skip("numba is not installed")
@@ -169,6 +177,7 @@ CASES: list[Case] = [
     Case("faiss-ivf", _indexed("faiss:IVF4,Flat", "normal")),
     Case("faiss-hnsw", _indexed("faiss:HNSW8", "binary")),
     Case("hnswlib", _indexed("hnswlib", "normal")),
+    Case("lp-warm-start", _warm_start),
 ]
 
 pytestmark = pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])

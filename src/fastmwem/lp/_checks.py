@@ -1,0 +1,185 @@
+"""Argument checks for the LP solvers: arrays, public bounds, the shape of the set-up.
+
+Every check runs before any randomness or budget is used and raises a ``ValueError`` (or a
+``TypeError`` for a wrong type) naming the argument. Checks against the data (a width below the
+data's observable width, entries outside a public bound) read private values: a refusal reveals
+that the public bound was wrong about the data, so public bounds should come from public
+knowledge, never from the data itself.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+
+import numpy as np
+
+from fastmwem._validation import check_int, check_positive, check_probability
+from fastmwem.indices._checks import real_matrix
+
+__all__ = [
+    "LPData",
+    "check_lp",
+    "check_delta",
+    "check_width",
+    "check_density",
+    "check_rounds",
+    "check_choice",
+    "check_real",
+    "row_width",
+]
+
+# Rows per block of a blockwise product: bounds the float64 temporary of float32 data.
+BLOCK = 65536
+
+
+def _finite(arr: np.ndarray, name: str) -> np.ndarray:
+    """``arr`` as float32 (kept) or float64, refusing NaN and infinities by position."""
+    out = arr if arr.dtype in (np.float32, np.float64) else arr.astype(np.float64)
+    bad = ~np.isfinite(out)
+    if bad.any():
+        pos = tuple(int(p) for p in np.argwhere(bad)[0])
+        where = ", ".join(map(str, pos))
+        raise ValueError(f"{name} must be finite: {name}[{where}] = {out[pos]}")
+    return out
+
+
+def _matrix(values: object, name: str, columns: int | None) -> np.ndarray:
+    arr = real_matrix(values, name)
+    if arr.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D array (one row per constraint), got shape "
+                         f"{arr.shape}")
+    if columns is not None and arr.shape[1] != columns:
+        raise ValueError(f"{name} must have {columns} columns (one per variable), got "
+                         f"{arr.shape[1]}")
+    return _finite(arr, name)
+
+
+def _vector(values: object, name: str, length: int | None, what: str) -> np.ndarray:
+    arr = real_matrix(values, name)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {arr.shape}")
+    if length is not None and arr.size != length:
+        raise ValueError(f"{name} must have length {length} ({what}), got {arr.size}")
+    return _finite(arr, name).astype(np.float64, copy=False)
+
+
+@dataclass(frozen=True)
+class LPData:
+    """A checked LP ``c @ x`` subject to ``A @ x <= b``: ``A`` is float32 or float64."""
+
+    c: np.ndarray | None
+    A: np.ndarray
+    b: np.ndarray
+
+    @property
+    def m(self) -> int:
+        return int(self.A.shape[0])
+
+    @property
+    def d(self) -> int:
+        return int(self.A.shape[1])
+
+
+def check_lp(c: object | None, A_ub: object, b_ub: object, A_lb: object = None,
+             b_lb: object = None) -> LPData:
+    """Check and stack ``A_ub @ x <= b_ub`` and ``A_lb @ x >= b_lb`` into one ``A x <= b``.
+
+    Rows ``A_lb @ x >= b_lb`` become ``-A_lb @ x <= -b_lb`` (the sign convention of the
+    private-LP spec: the violation of a row is always ``A_i x - b_i``).
+    """
+    cv = None if c is None else _vector(c, "c", None, "")
+    if cv is not None and cv.size == 0:
+        raise ValueError("c must have at least one entry (one per variable)")
+    d = None if cv is None else cv.size
+    blocks_a, blocks_b = [], []
+    for a_name, b_name, a_val, b_val, sign in (("A_ub", "b_ub", A_ub, b_ub, 1.0),
+                                               ("A_lb", "b_lb", A_lb, b_lb, -1.0)):
+        if (a_val is None) != (b_val is None):
+            given, missing = (a_name, b_name) if b_val is None else (b_name, a_name)
+            raise ValueError(f"{given} is given without {missing}: pass both or neither")
+        if a_val is None:
+            continue
+        a = _matrix(a_val, a_name, d)
+        d = a.shape[1]
+        if d == 0:
+            raise ValueError(f"{a_name} must have at least one column (one per variable)")
+        b = _vector(b_val, b_name, a.shape[0], f"one per row of {a_name}")
+        blocks_a.append(a if sign > 0 else -a)
+        blocks_b.append(b if sign > 0 else -b)
+    if not blocks_a:
+        raise ValueError("no constraints: pass A_ub and b_ub (and/or A_lb and b_lb)")
+    A = blocks_a[0] if len(blocks_a) == 1 else np.concatenate(
+        [blk.astype(np.result_type(*blocks_a), copy=False) for blk in blocks_a])
+    b = blocks_b[0] if len(blocks_b) == 1 else np.concatenate(blocks_b)
+    if A.shape[0] == 0:
+        raise ValueError("A_ub must have at least one row (constraint)")
+    return LPData(cv, A, b)
+
+
+def check_real(value: object, name: str) -> float:
+    """A finite real number."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}: {value!r}")
+    x = float(value)
+    if not math.isfinite(x):
+        raise ValueError(f"{name} must be finite, got {x}")
+    return x
+
+
+def check_delta(delta: object) -> float:
+    """The delta of an (epsilon, delta) budget: a number in [0, 1)."""
+    return check_probability(delta, "delta", open_left=False)
+
+
+def check_choice(value: object, name: str, choices: tuple[str, ...]) -> str:
+    if not isinstance(value, str) or value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}; got {value!r}")
+    return value
+
+
+def check_rounds(rounds: object, n_experts: float, what: str) -> int:
+    """T >= 1 with ``ln(n_experts) <= T`` so that the learning rate ``sqrt(ln(.)/T)`` is <= 1."""
+    t = check_int(rounds, "rounds", minimum=1)
+    if math.log(max(n_experts, 1.0)) > t:
+        raise ValueError(f"rounds must be >= ln({what}) = {math.log(n_experts):.3g} so that the "
+                         f"learning rate sqrt(ln({what}) / rounds) is at most 1, got {t}")
+    return t
+
+
+def check_density(density: object, m: int) -> float:
+    """The density ``s`` of the dense distributions: a number in [1, m]."""
+    s = check_positive(density, "density")
+    if not 1.0 <= s <= m:
+        raise ValueError(f"density must lie in [1, m] = [1, {m}] (m = number of constraints), "
+                         f"got {s}")
+    return s
+
+
+def row_width(A: np.ndarray, b: np.ndarray, scale: np.ndarray | None = None) -> float:
+    """``max_{i,j} |A_ij s_j - b_i|`` (``s = 1`` by default): the data's observable LP width.
+
+    Blockwise, so float32 data is never copied whole to float64.
+    """
+    top = 0.0
+    for s in range(0, A.shape[0], BLOCK):
+        block = np.asarray(A[s:s + BLOCK], dtype=np.float64)
+        if scale is not None:
+            block = block * scale
+        hi = block.max(axis=1) - b[s:s + BLOCK]
+        lo = block.min(axis=1) - b[s:s + BLOCK]
+        top = max(top, float(np.abs(hi).max()), float(np.abs(lo).max()))
+    return top
+
+
+def check_width(width: object, observable: float, what: str) -> float:
+    """A public width, refused when it is below the width the data shows (``observable``)."""
+    if width is None:
+        raise ValueError(f"width is required: a public bound on {what}; it is never computed "
+                         "from the private data")
+    w = check_positive(width, "width")
+    if w < observable:
+        raise ValueError(f"width {w} is below the data's observable bound {observable:.6g} "
+                         f"({what}): the multiplicative-weights losses would leave [-1, 1]")
+    return w

@@ -1,0 +1,329 @@
+"""WarmStartIndex: an exact top-k oracle for slowly moving queries (the MWU iterates).
+
+The scalar-private LP scores row ``i`` at ``x`` by ``<[A_i, -b_i], [x, 1]>``, and successive
+multiplicative-weights iterates ``x`` move little. For a reference query ``v_ref`` and a new query
+``v`` with ``delta = v - v_ref``, every score moved by at most a bound ``B(delta)`` computed from
+global statistics of the keys (no scan):
+
+* Hoelder with midrange centring: ``|A_i . dx| <= max_i halfrange(A_i) |dx|_1 + max|mid| |sum dx|``,
+* Cauchy-Schwarz with mean centring: ``|A_i . dx| <= max_i |A_i - mean_i|_2 |dx|_2 + max|mean|
+  |sum dx|``,
+* the offset column: ``|o_i dt| <= max|o| |dt|``.
+
+On the simplex ``sum dx = 0``, so the centred bounds are much tighter than plain Hoelder.
+
+Two levels of reference scores. A full scan at ``v0`` keeps the best region ``R`` of the keys
+(and the best score ``rest`` outside it); a scan of ``R`` alone at a later ``v1`` keeps ``R``
+sorted by its scores there. With ``W0``, ``W1`` the distances (rounding plus drift) from the two
+references to the exact float64 scores at ``v``, the k-th best exact score is at least
+``lower = c1_(k) - W1``; keys outside ``R`` are excluded when ``rest + W0 < lower``, keys of ``R``
+with ``c1_i < lower - W1`` always. The survivors, a prefix of ``R``'s order kept contiguous, are
+rescored by one BLAS pass with a proven error bound, then exactly within the window of their k-th
+score, and the best k returned. A drift that breaks the first condition triggers a full rescan, a long
+prefix a rescan of ``R`` (``|R|/m`` of the cost). The result is always a true top-k set, the lazy
+exponential mechanism's requirement, whatever the queries; only the cost depends on how far they
+move.
+
+Extra rows (the public objective row of the objective search) are always rescored exactly.
+The keys hold the private ``b``: the index is private and ``save`` refuses.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from fastmwem._validation import check_int
+from fastmwem.indices._checks import check_queries, real_matrix
+from fastmwem.indices._common import IndexBase
+from fastmwem.indices._topk import U32, U64, best_k, gamma, holder_bound, pad_results
+from fastmwem.indices.flat import exact_dot
+from fastmwem.lp._checks import BLOCK
+
+__all__ = ["WarmStartIndex"]
+
+# Below this many rows every search rescores all keys exactly (the cache cannot pay off).
+_SMALL = 4096
+# Safety factor on every bound computed in floating point.
+_SAFE = 1.0 + 1e-9
+
+
+def _largest(values: np.ndarray, size: int) -> tuple[np.ndarray, float]:
+    """Positions of the ``size`` largest values (any order) and the largest value left out
+    (``-inf`` when none is)."""
+    n = values.size
+    if size >= n:
+        return np.arange(n), -math.inf
+    part = np.argpartition(values, n - size - 1)
+    return part[n - size:], float(values[part[n - size - 1]])
+
+
+def _best(ids: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """``best_k`` after cutting a long list down to the scores >= its k-th largest."""
+    if scores.size > 4 * k:
+        kth = np.partition(scores, scores.size - k)[scores.size - k]
+        keep = scores >= kth
+        ids, scores = ids[keep], scores[keep]
+    return best_k(ids, scores, k)
+
+
+class _KeyStats:
+    """Global statistics of the main keys that bound how far a score can move."""
+
+    def __init__(self, A: np.ndarray, offsets: np.ndarray) -> None:
+        half_range = mid = spread = mean = 0.0
+        l1 = l2 = linf = 0.0
+        for s in range(0, A.shape[0], BLOCK):
+            block = np.asarray(A[s:s + BLOCK], dtype=np.float64)
+            hi, lo = block.max(axis=1), block.min(axis=1)
+            mu = block.mean(axis=1)
+            centred = block - mu[:, None]
+            half_range = max(half_range, float(((hi - lo) / 2).max()))
+            mid = max(mid, float(np.abs((hi + lo) / 2).max()))
+            spread = max(spread, float(np.sqrt((centred * centred).sum(axis=1)).max()))
+            mean = max(mean, float(np.abs(mu).max()))
+            o = offsets[s:s + BLOCK]
+            absb = np.abs(block)
+            l1 = max(l1, float((absb.sum(axis=1) + np.abs(o)).max()))
+            l2 = max(l2, float(np.sqrt((block * block).sum(axis=1) + o * o).max()))
+            linf = max(linf, float(np.maximum(absb.max(axis=1), np.abs(o)).max()))
+        self.half_range, self.mid, self.spread, self.mean = half_range, mid, spread, mean
+        self.offset = float(np.abs(offsets).max())
+        self.norms = (l1, l2, linf)  # of the full keys [A_i, o_i], for rounding bounds
+
+    def drift(self, dx: np.ndarray, dt: float) -> float:
+        """An upper bound of ``max_i |A_i . dx + o_i dt|`` (see the module docstring)."""
+        total = abs(float(dx.sum()))
+        holder = self.half_range * float(np.abs(dx).sum()) + self.mid * total
+        cauchy = self.spread * math.sqrt(float(dx @ dx)) + self.mean * total
+        return (min(holder, cauchy) + self.offset * abs(dt)) * _SAFE
+
+
+class WarmStartIndex(IndexBase):
+    """Exact maximum inner-product search over keys ``[A_i, o_i]``, fast for nearby queries.
+
+    Args:
+        A: the key matrix without its last column, ``(m, d)`` (float32 or float64, kept as is).
+        offsets: the last column ``o`` (length m); in the scalar LP ``o = -b``.
+        extra_rows: public keys ``(e, d)`` appended as ids ``m .. m + e - 1`` (always rescored).
+        extra_offsets: their last column (length e).
+        region: size of the region ``R`` a full scan keeps; default ``max(16 k, m / 16)``.
+        brute_force_below: with at most this many rows (or ``4 k``), every search scores all
+            keys exactly (the cache cannot pay off).
+
+    Queries are ``[x, t]`` of length ``d + 1``; the score of key ``i`` is
+    ``exact_dot(A_i, x) + t o_i`` in float64, identical in ``search`` and ``score``.
+    ``rescans`` counts full scans, ``region_rescans`` scans of the region.
+
+    >>> A = np.array([[1.0, 0.0], [0.0, 1.0], [0.5, 0.5]])
+    >>> index = WarmStartIndex(A, -np.array([0.2, 0.1, 0.0]))
+    >>> index.search([[0.9, 0.1, 1.0]], 2)
+    (array([[0.7, 0.5]]), array([[0, 2]]))
+    """
+
+    kind = "warm"
+    exact = True
+    certified_gap = 0.0
+
+    def __init__(self, A: object, offsets: object, *, extra_rows: object = None,
+                 extra_offsets: object = None, region: int | None = None,
+                 brute_force_below: int = _SMALL, _stats: _KeyStats | None = None) -> None:
+        main = real_matrix(A, "A")
+        if main.ndim != 2 or main.shape[0] == 0 or main.shape[1] == 0:
+            raise ValueError(f"A must be a non-empty 2-D array, got shape {main.shape}")
+        super().__init__(main.shape[1] + 1, private=True)
+        self._A = main if main.dtype in (np.float32, np.float64) else main.astype(np.float64)
+        self._o = self._column(offsets, "offsets", main.shape[0])
+        if (extra_rows is None) != (extra_offsets is None):
+            raise ValueError("extra_rows and extra_offsets go together")
+        d = main.shape[1]
+        self._E = (np.empty((0, d)) if extra_rows is None
+                   else check_queries(extra_rows, d, name="extra_rows"))
+        self._eo = (np.empty(0) if extra_offsets is None
+                    else self._column(extra_offsets, "extra_offsets", self._E.shape[0]))
+        self._region = None if region is None else check_int(region, "region", minimum=1)
+        self._small = check_int(brute_force_below, "brute_force_below", minimum=0)
+        self._stats = _stats
+        # Level 0 (full scan at v0): the region's ids, rows, offsets; the best score outside it.
+        self._v0: np.ndarray | None = None
+        self._err0 = 0.0
+        self._ids = np.empty(0, dtype=np.int64)
+        self._rows = np.empty((0, d), dtype=self._A.dtype)
+        self._offs = np.empty(0)
+        self._rest = -math.inf
+        # Level 1 (scan of the region at v1): positions in the region, best first, and scores.
+        self._v1: np.ndarray | None = None
+        self._err1 = 0.0
+        self._order = np.empty(0, dtype=np.int64)
+        self._sorted = np.empty(0)
+        # The sorted part's ids, rows and offsets, copied in level-1 order: a prefix is a slice.
+        self._sids = np.empty(0, dtype=np.int64)
+        self._srows = np.empty((0, d), dtype=self._A.dtype)
+        self._soffs = np.empty(0)
+        self._rest1 = -math.inf  # best level-1 score of the region's unsorted part
+        self.rescans = 0
+        self.region_rescans = 0
+
+    @staticmethod
+    def _column(values: object, name: str, length: int) -> np.ndarray:
+        arr = real_matrix(values, name).astype(np.float64, copy=False)
+        if arr.shape != (length,):
+            raise ValueError(f"{name} must have shape ({length},), got {arr.shape}")
+        if not np.all(np.isfinite(arr)):
+            raise ValueError(f"{name} must be finite")
+        return arr
+
+    # -- the protocol ------------------------------------------------------------------------
+    @property
+    def n_keys(self) -> int:
+        return int(self._A.shape[0] + self._E.shape[0])
+
+    def with_extra_rows(self, extra_rows: object, extra_offsets: object) -> WarmStartIndex:
+        """A sibling over the same main keys (shared, not copied) with other extra rows."""
+        return WarmStartIndex(self._A, self._o, extra_rows=extra_rows,
+                              extra_offsets=extra_offsets, region=self._region,
+                              brute_force_below=self._small, _stats=self._key_stats())
+
+    def _key_stats(self) -> _KeyStats:
+        if self._stats is None:
+            self._stats = _KeyStats(self._A, self._o)
+        return self._stats
+
+    def _exact(self, ids: np.ndarray, v: np.ndarray) -> np.ndarray:
+        x, t = v[:-1], float(v[-1])
+        m = self._A.shape[0]
+        out = np.empty(ids.size)
+        main = ids < m
+        if main.any():
+            out[main] = exact_dot(self._A[ids[main]], x) + t * self._o[ids[main]]
+        if not main.all():
+            extra = ids[~main] - m
+            out[~main] = exact_dot(self._E[extra], x) + t * self._eo[extra]
+        return out
+
+    def score(self, ids: object, query: object) -> np.ndarray:
+        """Exact float64 scores of the keys ``ids`` at ``query``."""
+        idx, vec = self._check_score(ids, query)
+        return self._exact(idx, vec)
+
+    def search(self, queries: object, k: object) -> tuple[np.ndarray, np.ndarray]:
+        """Exact top-``k`` by inner product for each query row (float64 scores, best first)."""
+        qs, kk = self._check_search(queries, k)
+        return pad_results([self._top(v, kk) for v in qs], kk)
+
+    def _payload(self) -> dict[str, np.ndarray]:  # never reached: the index is always private
+        raise ValueError("a WarmStartIndex holds private offsets and is never saved")
+
+    # -- search ------------------------------------------------------------------------------
+    def _distance(self, v: np.ndarray, ref: np.ndarray, error: float) -> float:
+        """How far an exact float64 score at ``v`` can be from a reference score at ``ref``."""
+        drift = self._key_stats().drift(v[:-1] - ref[:-1], float(v[-1] - ref[-1]))
+        rounding = (gamma(self.dimension + 3, U64) * holder_bound(self._key_stats().norms, v)
+                    + 2.0**-1060)
+        return (error + drift + rounding) * _SAFE
+
+    def _top(self, v: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        m = self._A.shape[0]
+        if m <= max(self._small, 4 * k):
+            ids = np.arange(self.n_keys, dtype=np.int64)
+            return best_k(ids, self._exact(ids, v), k)
+        prefix = self._prefix(v, k)
+        if prefix is not None and prefix > max(4 * k, self._order.size // 2):
+            self._rescan_region(v, k)  # the region's order is stale
+            prefix = self._prefix(v, k)
+        if prefix is None or prefix > self._order.size:  # keys outside the region could enter
+            self._rescan(v, k)
+            prefix = self._prefix(v, k)
+        if prefix is None or prefix > self._order.size:  # ties past the region: score all keys
+            ids = np.arange(self.n_keys, dtype=np.int64)
+            return best_k(ids, self._exact(ids, v), k)
+        ids, scores = self._rescore(v, k, prefix)
+        if self._E.shape[0]:
+            extra = np.arange(m, self.n_keys, dtype=np.int64)
+            ids = np.concatenate([ids, extra])
+            scores = np.concatenate([scores, self._exact(extra, v)])
+        return _best(ids, scores, k)
+
+    def _rescore(self, v: np.ndarray, k: int, prefix: int) -> tuple[np.ndarray, np.ndarray]:
+        """Exact scores of the keys of the prefix that can reach its top k: a BLAS pass over the
+        (contiguous) prefix with a proven error ``E``, then exact scores of the keys within
+        ``2 E`` of its k-th approximate score (the window argument of ``indices._topk``)."""
+        rows, ids, offs = self._srows[:prefix], self._sids[:prefix], self._soffs[:prefix]
+        if prefix > 2 * k:
+            approx, error = self._scan(rows, offs, v)
+            error = (error + gamma(self.dimension + 3, U64)
+                     * holder_bound(self._key_stats().norms, v) + 2.0**-1060) * _SAFE
+            kth = np.partition(approx, prefix - k)[prefix - k]
+            keep = np.flatnonzero(approx >= kth - 2.0 * error)
+            rows, ids, offs = rows[keep], ids[keep], offs[keep]
+        return ids, exact_dot(rows, v[:-1]) + float(v[-1]) * offs
+
+    def _prefix(self, v: np.ndarray, k: int) -> int | None:
+        """How many region keys (in level-1 order) can hold the top k at ``v``; None when keys
+        outside the region could."""
+        if self._v0 is None or k > self._sorted.size:
+            return None
+        w1 = self._distance(v, self._v1, self._err1)
+        lower = self._sorted[k - 1] - w1  # the k-th best exact score is at least this
+        if self._rest + self._distance(v, self._v0, self._err0) >= lower:
+            return None
+        if self._rest1 + w1 >= lower:  # the unsorted part of the region could reach the top k
+            return self._order.size + 1
+        # _sorted is descending: count the entries >= lower - w1.
+        return int(np.searchsorted(-self._sorted, -(lower - w1), side="right"))
+
+    def _scan(self, rows: np.ndarray, offsets: np.ndarray, v: np.ndarray
+              ) -> tuple[np.ndarray, float]:
+        """Approximate scores of ``rows`` at ``v`` and a bound on their error against the real
+        inner products. Float32 rows are scanned in float32 (one BLAS pass, no copy), the query
+        scaled by a power of two so that its entries stay in float32's normal range."""
+        x, t = v[:-1], float(v[-1])
+        norms = self._key_stats().norms
+        if rows.dtype == np.float32:
+            top = float(np.abs(x).max())
+            shift = math.frexp(top)[1] if top > 0 else 0
+            scaled = np.ldexp(x, -shift)
+            approx = (rows @ scaled.astype(np.float32)).astype(np.float64)
+            approx *= math.ldexp(1.0, shift)  # exact: a power of two
+            # float32 rounding of the query and of the d-term dot product, plus entries and
+            # products below float32's normal range, all scaled back by 2**shift.
+            error = math.ldexp(gamma(rows.shape[1] + 3, U32) * holder_bound(norms, scaled)
+                               + (norms[0] + rows.shape[1]) * 2.0**-125, shift)
+        else:
+            approx = rows @ x
+            error = 0.0
+        if t == 1.0:  # the LP's queries: no temporary for t * offsets
+            approx += offsets
+        else:
+            approx += t * offsets
+        # float64 rounding of the sums, and an absolute term for results in the subnormal range
+        return approx, error + gamma(self.dimension + 3, U64) * holder_bound(norms, v) + 2.0**-1060
+
+    def _rescan(self, v: np.ndarray, k: int) -> None:
+        """Score every main key at ``v``: a new region, and ``v`` as both references."""
+        m = self._A.shape[0]
+        approx, error = self._scan(self._A, self._o, v)
+        ids, self._rest = _largest(approx, self._region or max(16 * k, m // 16))
+        self._ids = ids.astype(np.int64, copy=False)
+        self._rows = self._A[self._ids]
+        self._offs = self._o[self._ids]
+        self._v0, self._err0 = v.copy(), error
+        self._set_order(approx[self._ids], v, error, k)
+        self.rescans += 1
+
+    def _rescan_region(self, v: np.ndarray, k: int) -> None:
+        """Score the region's keys at ``v``: the new level-1 reference."""
+        approx, error = self._scan(self._rows, self._offs, v)
+        self._set_order(approx, v, error, k)
+        self.region_rescans += 1
+
+    def _set_order(self, approx: np.ndarray, v: np.ndarray, error: float, k: int) -> None:
+        """Sort the best quarter of the region by ``approx`` (at least ``16 k``)."""
+        top, self._rest1 = _largest(approx, max(16 * k, approx.size // 4))
+        self._order = top[np.argsort(-approx[top], kind="stable")]
+        self._sorted = approx[self._order]
+        self._sids = self._ids[self._order]
+        self._srows = self._rows[self._order]
+        self._soffs = self._offs[self._order]
+        self._v1, self._err1 = v.copy(), error
