@@ -8,7 +8,13 @@ from typing import ClassVar
 
 import numpy as np
 
-from fastmwem._validation import check_epsilon, check_noise_scale, check_positive
+from fastmwem._validation import (
+    big_ints_error,
+    check_epsilon,
+    check_noise_scale,
+    check_positive,
+    holds_big_ints,
+)
 from fastmwem.accounting import Accountant, PureDP
 from fastmwem.mechanisms.base import charge
 from fastmwem.random import make_rng
@@ -20,6 +26,8 @@ def _values(value: object, *, integer: bool) -> np.ndarray:
     if isinstance(value, (str, bytes)):
         raise TypeError(f"value must be a number or an array of numbers, got {type(value).__name__}")
     arr = np.asarray(value)
+    if holds_big_ints(arr):
+        raise big_ints_error("value")
     if arr.dtype == object or not (
         np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)
     ):
@@ -39,14 +47,19 @@ def _integers(value: object, bound: int) -> np.ndarray:
     The check happens before the cast: numpy's own conversion of a huge unsigned or Python
     integer would wrap or fail with an unclear message.
     """
+    if not isinstance(value, (str, bytes)) and holds_big_ints(np.asarray(value)):
+        # numpy keeps integers beyond int64 as Python objects: every such value is out of range
+        raise _out_of_range(bound)
     arr = _values(value, integer=True)
     if arr.size and (int(arr.max()) > bound or int(arr.min()) < -bound):
-        # The message names the bound only: the value is private.
-        raise ValueError(
-            f"value must lie within +-{bound} (2**62) for the geometric mechanism, so that the "
-            "noisy result fits in a 64-bit integer"
-        )
+        raise _out_of_range(bound)
     return arr.astype(np.int64)
+
+
+def _out_of_range(bound: int) -> ValueError:
+    # The message names the bound only: the value is private.
+    return ValueError(f"value must lie within +-{bound} (2**62) for the geometric mechanism, so "
+                      "that the noisy result fits in a 64-bit integer")
 
 
 @dataclass(frozen=True)
