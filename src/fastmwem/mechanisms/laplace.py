@@ -21,6 +21,8 @@ from fastmwem.random import make_rng
 
 __all__ = ["Laplace", "Geometric"]
 
+_FLOAT_MAX = float(np.finfo(np.float64).max)
+
 
 def _values(value: object, *, integer: bool) -> np.ndarray:
     if isinstance(value, (str, bytes)):
@@ -73,7 +75,8 @@ class Laplace:
     Numerics: floating-point Laplace noise; it is not hardened against precision-based attacks
     (Mironov 2012). NaN or infinite values are rejected: releasing them
     would reveal the input. A scale whose noise could overflow (``sensitivity / epsilon`` above
-    :data:`~fastmwem._validation.MAX_NOISE_SCALE`) is refused at construction.
+    :data:`~fastmwem._validation.MAX_NOISE_SCALE`) is refused at construction; a noisy value
+    beyond the float range saturates at the largest float (post-processing).
 
     >>> Laplace(epsilon=1.0, sensitivity=2.0).scale
     2.0
@@ -101,7 +104,11 @@ class Laplace:
         arr = _values(value, integer=False).astype(np.float64)
         generator = make_rng(rng)
         charge(accountant, self.privacy, "laplace")
-        noisy = arr + generator.laplace(0.0, self.scale, size=arr.shape)
+        with np.errstate(over="ignore"):
+            noisy = arr + generator.laplace(0.0, self.scale, size=arr.shape)
+        # A value near the float range plus large noise can overflow to +-inf; saturating at the
+        # largest float is post-processing (no privacy cost) and keeps the output a number.
+        noisy = np.clip(noisy, -_FLOAT_MAX, _FLOAT_MAX)
         return float(noisy) if noisy.ndim == 0 else noisy
 
 
