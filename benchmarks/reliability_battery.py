@@ -2022,11 +2022,21 @@ def register_more() -> None:
          lambda c: quiet(lambda: mwem(data, Marginals.all_kway(dom, 2), epsilon=1.0, rounds=3,
                                       measure="query", rng=np.random.default_rng(0),
                                       accountant=c.acc())).total)
-    good("em_scores_python_big_ints", "valid api",
-         lambda c: ExponentialMechanism(epsilon=1.0).select([2**70, 0, 5],
-                                                            rng=np.random.default_rng(0)))
-    good("laplace_release_python_big_int", "valid api",
-         lambda c: Laplace(epsilon=1.0).release(2**70, rng=np.random.default_rng(0)))
+    # Python integers beyond int64 are refused by design (never converted silently).
+    bad("em_scores_python_big_ints", area_api,
+        lambda c: ExponentialMechanism(epsilon=1.0).select([2**70, 0, 5], accountant=c.acc(),
+                                                           rng=np.random.default_rng(0)),
+        "64-bit")
+    bad("laplace_release_python_big_int", area_api,
+        lambda c: Laplace(epsilon=1.0).release(2**70, accountant=c.acc(),
+                                               rng=np.random.default_rng(0)), "64-bit")
+    bad("index_load_fifo", area_api,
+        lambda c: __import__("fastmwem.indices", fromlist=["load_index"]).load_index(
+            fifo(c, "f.npz")), "regular", timeout=15)
+    bad("mwem_lazy_index_bogus", area_api,
+        lambda c: quiet(lambda: mwem(data, Marginals.all_kway(dom, 2), epsilon=1.0, rounds=2,
+                                     selection="lazy", index="kdtree", accountant=c.acc())),
+        "index")
 
     def near_max(ctx: Ctx) -> str:
         out = Laplace(epsilon=5e-307).release(np.full(4000, 1.7e308),
