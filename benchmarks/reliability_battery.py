@@ -16,7 +16,7 @@ Valid edge cases must succeed and pass their own checks (``ok``), else they are 
 The budget is watched by recording every successful charge of the accountants a case (or the
 command line) creates, and every call into a mechanism's charge step, in the child process.
 
-Usage: ``python benchmarks/reliability_battery.py [--only SUBSTRING] [--jobs N]``. Writes
+Usage: ``python benchmarks/reliability_battery.py [--only SUBSTRING] [--quiet]``. Writes
 ``benchmarks/results/reliability_battery.json`` (every case, its category and its message).
 Nothing here allocates more than a few hundred MB; the cap turns a runaway allocation into a
 MemoryError. The real ``/dev/null`` is never used: device nodes are made in temporary directories.
