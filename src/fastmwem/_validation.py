@@ -22,6 +22,7 @@ __all__ = [
     "check_int",
     "check_scores",
     "check_memory",
+    "holds_big_ints",
     "memory_limit",
     "ResourceLimitError",
     "MAX_NOISE_SCALE",
@@ -122,6 +123,18 @@ def check_int(value: object, name: str, *, minimum: int | None = None,
     return v
 
 
+def holds_big_ints(arr: np.ndarray) -> bool:
+    """Whether ``arr`` is an object array of Python integers (numpy's form for ints beyond int64)."""
+    return arr.dtype == object and arr.size > 0 and all(
+        isinstance(x, numbers.Integral) and not isinstance(x, bool) for x in arr.flat)
+
+
+def big_ints_error(name: str) -> TypeError:
+    """The error for Python integers that numpy cannot hold as int64 (never converted silently)."""
+    return TypeError(f"{name} holds Python integers beyond the 64-bit integer range; pass them "
+                     "as floats if that is what you mean")
+
+
 def check_scores(scores: object, name: str = "scores") -> np.ndarray:
     """Return scores as a 1-D float64 array: non-empty, finite, real."""
     if isinstance(scores, (str, bytes)):
@@ -133,6 +146,8 @@ def check_scores(scores: object, name: str = "scores") -> np.ndarray:
     if arr.dtype == np.bool_:
         # True/False are not scores: a mask passed by mistake would silently become 1/0
         raise TypeError(f"{name} must hold real numbers, not booleans (dtype bool)")
+    if holds_big_ints(arr):
+        raise big_ints_error(name)
     if arr.dtype == object or not (
         np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)
     ):

@@ -26,7 +26,7 @@ def test_synth_runs_fast_mwem_on_every_workload_spec(tmp_path, capsys, workload,
 
 @pytest.mark.parametrize("argv, message", [
     (["--selection", "exponential", "--index", "flat"], "takes no options"),
-    (["--selection", "lazy", "--index", "nonsense"], "spec must be one of"),
+    (["--selection", "lazy", "--index", "nonsense"], "index must be one of"),
     (["--selection", "lazy", "--index", "bitpacked", "--workload", "parities:1"], "0/1"),
 ])
 def test_bad_lazy_options_fail_before_anything_runs(tmp_path, capsys, argv, message):

@@ -42,3 +42,20 @@ def test_read_lines_not_utf8_and_directory(tmp_path):
         read_lines(path, "items")
     with pytest.raises(IsADirectoryError, match="is a directory"):
         read_lines(tmp_path, "items")
+
+
+@pytest.mark.timeout(10)
+@pytest.mark.parametrize("reader", ["csv", "domain", "lines"])
+def test_a_fifo_is_refused_by_name_without_opening_it(tmp_path, reader):
+    # Opening a FIFO for reading blocks until a writer appears: the call would hang for ever.
+    import os
+
+    from fastmwem.data import Dataset, Domain
+
+    path = tmp_path / "pipe"
+    os.mkfifo(path)
+    read = {"csv": lambda p: Dataset.from_csv(p, Domain(["a"], [2])),
+            "domain": Domain.from_json,
+            "lines": lambda p: read_lines(p, "items")}[reader]
+    with pytest.raises(ValueError, match="pipe' is not a regular file"):
+        read(path)

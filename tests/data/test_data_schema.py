@@ -237,6 +237,23 @@ def test_integer_column_errors():
     assert clipped.records[:, 0].tolist() == [0, 1, 2]
 
 
+@pytest.mark.parametrize("lower, upper", [(2**60, 2**60 + 3), (-(2**53), 3 - 2**53),
+                                          (2**53 - 2, 2**53)])
+def test_integer_bounds_must_be_exact_as_floats(lower, upper):
+    # Cells are compared as floats: beyond 2**53, 2**60 + 1 read as 2**60 and got code 0.
+    with pytest.raises(ValueError, match=r"2\*\*53"):
+        Integer("k", lower, upper)
+
+
+def test_integer_bounds_at_the_exact_limit():
+    top = 2**53 - 1
+    s = Schema([Integer("k", top - 2, top)])
+    assert s.encode(pd.DataFrame({"k": [top, top - 2]})).records[:, 0].tolist() == [2, 0]
+    assert s.decode(np.array([[2]]))["k"].tolist() == [top]
+    with pytest.raises(ValueError, match="outside"):  # 2**53 + 1 reads as 2**53: still outside
+        s.encode(pd.DataFrame({"k": ["9007199254740993"]}))
+
+
 def test_missing_columns_and_empty_table(schema, raw):
     with pytest.raises(ValueError, match=r"missing columns \['job', 'kids'\]"):
         schema.encode(raw.drop(columns=["job", "kids"]))

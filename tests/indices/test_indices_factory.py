@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 import sys
 import time
 
@@ -89,6 +90,33 @@ def test_load_refuses_other_files(tmp_path):
         load_index(tmp_path / "y.npz")
     with pytest.raises(ValueError, match="does not exist"):
         load_index(tmp_path / "z.npz")
+
+
+def test_save_never_replaces_a_node_that_is_not_a_regular_file(tmp_path):
+    # os.replace would swap a FIFO, a device (as root: /dev/null) or a symbolic link for the file.
+    index = make_index("flat", np.eye(3))
+    fifo = tmp_path / "pipe.npz"
+    os.mkfifo(fifo)
+    link = tmp_path / "link.npz"
+    link.symlink_to(tmp_path / "target.npz")
+    for path, what in ((fifo, "not a regular file"), (link, "symbolic link")):
+        with pytest.raises(ValueError, match=what):
+            index.save(path, overwrite=True)
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and os.path.islink(link)
+    assert sorted(os.listdir(tmp_path)) == ["link.npz", "pipe.npz"]
+
+
+@pytest.mark.timeout(10)
+def test_load_names_directories_fifos_and_foreign_files(tmp_path):
+    with pytest.raises(ValueError, match="is a directory"):
+        load_index(tmp_path)
+    os.mkfifo(tmp_path / "pipe.npz")  # np.load would wait for a writer for ever
+    with pytest.raises(ValueError, match="not a regular file"):
+        load_index(tmp_path / "pipe.npz")
+    (tmp_path / "x.npz").write_bytes(b"garbage")
+    with pytest.raises(ValueError, match="not a saved index") as info:
+        load_index(tmp_path / "x.npz")
+    assert "pickle" not in str(info.value)  # numpy's advice to load it unsafely is not ours
 
 
 def test_make_index_kinds_and_exactness():

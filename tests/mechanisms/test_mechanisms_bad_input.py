@@ -179,3 +179,26 @@ BAD_BUDGETS = [
 def test_bad_accountant_budgets(kwargs, exc, name):
     _raises(exc, name, Accountant, **kwargs)
 
+
+
+@pytest.mark.parametrize("call", [
+    lambda acc, rng: ExponentialMechanism(epsilon=1.0).select([2**80, 1], rng=rng, accountant=acc),
+    lambda acc, rng: PermuteAndFlip(epsilon=1.0).select([2**80, 1], rng=rng, accountant=acc),
+    lambda acc, rng: Laplace(epsilon=1.0).release([1, 2**70], rng=rng, accountant=acc),
+], ids=["em", "pf", "laplace"])
+def test_python_integers_beyond_int64_are_named(call):
+    # numpy holds them as objects; "got dtype object" did not say what was wrong.
+    acc, rng = _fresh(), np.random.default_rng(0)
+    state = rng.bit_generator.state
+    with pytest.raises(TypeError, match="beyond the 64-bit integer range"):
+        call(acc, rng)
+    _assert_untouched(acc, rng, state)
+
+
+@pytest.mark.parametrize("value", [2**70, [1, -(2**64)], np.array([2**63], dtype=object)])
+def test_geometric_refuses_python_integers_beyond_its_bound(value):
+    acc, rng = _fresh(), np.random.default_rng(0)
+    state = rng.bit_generator.state
+    with pytest.raises(ValueError, match="must lie within"):
+        Geometric(epsilon=1.0).release(value, rng=rng, accountant=acc)
+    _assert_untouched(acc, rng, state)

@@ -66,6 +66,15 @@ def test_laplace_output_is_finite_at_tiny_epsilon(epsilon):
     assert np.all(np.isfinite(out))
 
 
+def test_laplace_output_stays_finite_near_the_float_range():
+    # A value near the largest float plus noise of scale 2e306 overflowed to +-inf about once in
+    # 200 draws. The output saturates at the largest float instead (post-processing).
+    top = np.finfo(np.float64).max
+    out = Laplace(epsilon=5e-307).release(np.array([1.7e308, -1.7e308] * 2000), rng=0)
+    assert np.all(np.isfinite(out))
+    assert np.any(np.abs(out) == top)  # some draws did saturate
+
+
 # -- Geometric on int64 ------------------------------------------------------------------------
 @pytest.mark.parametrize("value", [
     np.iinfo(np.int64).max, np.iinfo(np.int64).min, 2**62 + 1, -(2**62) - 1,

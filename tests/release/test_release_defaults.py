@@ -57,6 +57,17 @@ def test_rounds_rule():
         assert default_rounds(ceiling=99, cells=8, epsilon_rounds=0.5, records=records) == t
 
 
+def test_rounds_rule_with_an_epsilon_near_the_float_range():
+    # eps_r * n overflows to inf: the rule must still give the ceiling, not fail after the
+    # count was charged.
+    assert default_rounds(ceiling=25, cells=8, epsilon_rounds=1e308, records=300) == 25
+    accountant = Accountant(epsilon=1e308)
+    data = table([2, 3, 2, 2], 300)
+    result, choices = mwem_auto(data, Marginals.all_kway(data.domain, 2), epsilon=1e308,
+                                rng=np.random.default_rng(0), accountant=accountant)
+    assert choices.rounds == 6 and np.all(np.isfinite(result.histogram))
+
+
 def test_count_is_charged_first_then_the_plan_and_all_within_epsilon():
     ds = table([2, 3, 2, 2], 3000)
     w = Marginals.all_kway(ds.domain, 2)

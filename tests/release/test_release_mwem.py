@@ -211,9 +211,10 @@ def test_report_holds_only_private_outputs():
     assert report["private"] is True
     assert report["not_private_because"] == []
     assert len(report["rounds"]) == 3
+    # No round times: a lazy round's time depends on the data (how deep its search goes).
     assert set(report["rounds"][0]) == {
         "round", "selected", "description", "measurement", "epsilon_select",
-        "epsilon_measure", "seconds",
+        "epsilon_measure",
     }
     assert "evaluation" not in report
 

@@ -201,3 +201,22 @@ def test_zero_sensitivity_groups_are_never_selected():
         assert 1 not in result.selected
     with pytest.raises(ValueError, match="5 candidate groups \\(of sensitivity > 0\\)"):
         mwem(data(), w, epsilon=1.0, rounds=6)
+
+
+def test_all_zero_queries_are_never_selected_in_query_mode():
+    # Single-query groups: a zero row has group sensitivity 0, so it is no candidate either
+    # when rounds select single queries (its answer is 0 on every dataset: nothing to learn).
+    dense = np.eye(DOMAIN.size)[:4]
+    dense[1] = 0.0
+    w = MatrixWorkload(DOMAIN, dense)
+    for seed in range(5):
+        result = mwem(data(), w, epsilon=1.0, rounds=3, rng=seed)
+        assert 1 not in result.selected
+    accountant = Accountant(epsilon=1.0)
+    with pytest.raises(ValueError, match="3 candidate queries \\(of sensitivity > 0\\)"):
+        mwem(data(), w, epsilon=1.0, rounds=4, accountant=accountant)
+    assert accountant.ledger == ()
+    # In a multi-query group measured query by query, a query of a zero group is zero as well.
+    zero = zero_group_matrix()
+    result = mwem(data(), zero, epsilon=1.0, rounds=12, measure="query", rng=0)
+    assert not set(result.selected) & set(range(4, 8))

@@ -86,6 +86,8 @@ def test_pmw_improves_on_the_uniform_distribution(selection):
     ({"selection": "exponential", "index": "flat"}, "lazy"),
     ({"rounds": 0}, "rounds"),
     ({"learning_rate": -1.0}, "learning_rate"),
+    ({"learning_rate": 1e6}, "learning_rate"),
+    ({"learning_rate": 1e300}, "learning_rate"),
 ])
 def test_bad_input_is_refused_before_the_charge(options, message):
     domain = Domain(["a"], [4])
@@ -95,3 +97,16 @@ def test_bad_input_is_refused_before_the_charge(options, message):
     with pytest.raises((ValueError, TypeError), match=message):
         pmw_offline(dataset, Marginals.all_kway(domain, 1), accountant=accountant, **arguments)
     assert accountant.ledger == ()
+
+
+def test_the_largest_learning_rate_keeps_the_distribution_finite():
+    # exp(+-eta) per step: at eta = 1e6 the update overflowed (or erased every cell) and the run
+    # failed after the charge with "histogram must be finite".
+    from fastmwem.release.pmw_offline import MAX_LEARNING_RATE
+    from fastmwem.workloads import MatrixWorkload
+
+    domain = Domain(["a", "b"], [4, 4])
+    workload = MatrixWorkload(domain, np.vstack([np.ones((1, 16)), np.eye(16)]))
+    result = pmw_offline(_data(domain, 50, seed=3), workload, epsilon=1.0, delta=1e-6, rounds=40,
+                 learning_rate=MAX_LEARNING_RATE, rng=0)
+    assert np.all(np.isfinite(result.histogram)) and result.histogram.sum() > 0

@@ -47,6 +47,14 @@ def test_scan_selections_take_no_index():
         MWEMConfig(epsilon=1.0, selection="exponential", index="flat")
 
 
+@pytest.mark.parametrize("bad", ["kdtree", "", "faiss"])
+def test_unknown_index_names_are_refused_by_the_config(bad):
+    # Before, make_index said "spec must be one of ..." when the lazy round was set up: the
+    # command line's --index was never named.
+    with pytest.raises(ValueError, match="^index must be one of flat, bitpacked"):
+        MWEMConfig(epsilon=1.0, selection="lazy", index=bad)
+
+
 def test_objects_that_are_not_selections_are_refused():
     with pytest.raises(TypeError, match="RoundSelection"):
         MWEMConfig(epsilon=1.0, selection=object())

@@ -14,17 +14,20 @@ _CHUNK = 1 << 20
 
 
 def check_input_file(path: str | os.PathLike[str], what: str) -> str:
-    """Return ``path`` as a string after checking that it names an existing file, not a directory.
+    """Return ``path`` as a string after checking that it names an existing regular file.
 
     Raises:
         FileNotFoundError: nothing exists at ``path``.
         IsADirectoryError: ``path`` is a directory.
+        ValueError: ``path`` is a FIFO, device or socket (opening a FIFO would wait for ever).
     """
     name = os.fspath(path)
     if os.path.isdir(name):
         raise IsADirectoryError(f"{what} {name!r} is a directory, not a file")
     if not os.path.exists(name):
         raise FileNotFoundError(f"{what} {name!r} does not exist")
+    if not os.path.isfile(name):
+        raise ValueError(f"{what} {name!r} is not a regular file (a FIFO, device or socket)")
     return name
 
 

@@ -104,6 +104,10 @@ def _check_whole(value: object, what: str) -> int:
     return int(value)
 
 
+#: Largest whole number below which floats are exact (cells are parsed as float64).
+_MAX_EXACT_INT = 2**53 - 1
+
+
 def _check_size(size: int, what: str) -> None:
     """Refuse a column with more values than any dense histogram may have, before allocating."""
     limit = dense_cell_limit()
@@ -376,7 +380,8 @@ class Integer:
 
     Cells such as ``3.0`` are accepted, ``3.5`` is an error. ``clip=True`` maps values outside
     the bounds to the nearest bound (a data-independent map); otherwise they are an error.
-    Decoding returns the integer value.
+    Decoding returns the integer value. The bounds lie within ``+-(2**53 - 1)``, where floats
+    hold every whole number exactly.
 
     >>> Integer("kids", 0, 5).size
     6
@@ -394,6 +399,10 @@ class Integer:
         if hi < lo:
             raise ValueError(f"integer column {name!r} needs lower <= upper, got {lo}, {hi}")
         _check_size(hi - lo + 1, f"integer column {name!r} ({lo}..{hi})")
+        if max(-lo, hi) > _MAX_EXACT_INT:
+            # cells are compared as floats, which hold every whole number only up to 2**53
+            raise ValueError(f"integer column {name!r}: lower and upper must lie within "
+                             f"+-(2**53 - 1), got {lo}, {hi}")
         if not isinstance(clip, (bool, np.bool_)):
             raise TypeError(f"clip of {name!r} must be True or False, got {clip!r}")
         object.__setattr__(self, "name", name)

@@ -109,7 +109,10 @@ def check_ids(ids: object, n_keys: int, name: str = "ids") -> np.ndarray:
 
 
 def check_save_path(path: object, overwrite: object) -> str:
-    """A path to save to: a str/PathLike whose folder exists; an existing file needs overwrite."""
+    """A path to save to: a str/PathLike whose folder exists; an existing file needs overwrite.
+
+    An existing symbolic link, FIFO, device or socket is refused even with ``overwrite``.
+    """
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
     if not isinstance(overwrite, bool):
@@ -120,6 +123,12 @@ def check_save_path(path: object, overwrite: object) -> str:
         raise ValueError(f"path: folder {folder!r} does not exist")
     if os.path.isdir(out):
         raise ValueError(f"path {out!r} is a folder")
+    if os.path.islink(out):
+        raise ValueError(f"path {out!r} is a symbolic link; give the target path itself")
+    if os.path.lexists(out) and not os.path.isfile(out):
+        # the file is renamed into place: that would replace a FIFO or device node
+        raise ValueError(f"path {out!r} exists and is not a regular file (a FIFO, device or "
+                         "socket); refusing to replace it")
     if os.path.exists(out) and not overwrite:
         raise ValueError(f"path {out!r} exists; pass overwrite=True to replace it")
     return out

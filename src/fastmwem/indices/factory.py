@@ -69,17 +69,28 @@ def load_index(path: str | os.PathLike[str], **options: object) -> IndexBase:
     """Load an index written by ``save`` (``options`` as for ``make_index``, e.g. ``backend``)."""
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
+    name = os.fspath(path)
+    if os.path.isdir(name):
+        raise ValueError(f"path {name!r} is a directory, not a saved index")
+    if os.path.exists(name) and not os.path.isfile(name):
+        raise ValueError(f"path {name!r} is not a regular file (a FIFO, device or socket)")
     try:
-        with np.load(os.fspath(path), allow_pickle=False) as archive:
-            payload = {name: archive[name] for name in archive.files}
+        with np.load(name, allow_pickle=False) as archive:
+            payload = {key: archive[key] for key in archive.files}
     except FileNotFoundError:
-        raise ValueError(f"path {os.fspath(path)!r} does not exist") from None
-    except (OSError, ValueError, zipfile.BadZipFile) as exc:
-        raise ValueError(f"path {os.fspath(path)!r} is not a saved index: {exc}") from None
+        raise ValueError(f"path {name!r} does not exist") from None
+    except OSError as exc:
+        if exc.strerror:  # the file system's own refusal, such as a permission
+            raise ValueError(f"path {name!r} cannot be read: {exc.strerror}") from None
+        raise ValueError(f"path {name!r} is not a saved index") from None
+    except (ValueError, zipfile.BadZipFile, EOFError):
+        # numpy's own message may advise allow_pickle=True, which would run code from the file
+        raise ValueError(f"path {name!r} is not a saved index (not an .npz archive written by "
+                         "save())") from None
     if "format" not in payload or str(payload["format"]) != FORMAT:
-        raise ValueError(f"path {os.fspath(path)!r} is not a saved index (format {FORMAT})")
+        raise ValueError(f"path {name!r} is not a saved index (format {FORMAT})")
     kind = str(payload.pop("kind"))
     if kind not in _CLASSES:
-        raise ValueError(f"path {os.fspath(path)!r} holds an unknown index kind {kind!r}")
+        raise ValueError(f"path {name!r} holds an unknown index kind {kind!r}")
     dimension = int(payload.pop("dimension"))
     return _CLASSES[kind].from_payload(dimension, payload, **options)

@@ -8,18 +8,28 @@ from typing import ClassVar
 
 import numpy as np
 
-from fastmwem._validation import check_epsilon, check_noise_scale, check_positive
+from fastmwem._validation import (
+    big_ints_error,
+    check_epsilon,
+    check_noise_scale,
+    check_positive,
+    holds_big_ints,
+)
 from fastmwem.accounting import Accountant, PureDP
 from fastmwem.mechanisms.base import charge
 from fastmwem.random import make_rng
 
 __all__ = ["Laplace", "Geometric"]
 
+_FLOAT_MAX = float(np.finfo(np.float64).max)
+
 
 def _values(value: object, *, integer: bool) -> np.ndarray:
     if isinstance(value, (str, bytes)):
         raise TypeError(f"value must be a number or an array of numbers, got {type(value).__name__}")
     arr = np.asarray(value)
+    if holds_big_ints(arr):
+        raise big_ints_error("value")
     if arr.dtype == object or not (
         np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)
     ):
@@ -39,14 +49,19 @@ def _integers(value: object, bound: int) -> np.ndarray:
     The check happens before the cast: numpy's own conversion of a huge unsigned or Python
     integer would wrap or fail with an unclear message.
     """
+    if not isinstance(value, (str, bytes)) and holds_big_ints(np.asarray(value)):
+        # numpy keeps integers beyond int64 as Python objects: every such value is out of range
+        raise _out_of_range(bound)
     arr = _values(value, integer=True)
     if arr.size and (int(arr.max()) > bound or int(arr.min()) < -bound):
-        # The message names the bound only: the value is private.
-        raise ValueError(
-            f"value must lie within +-{bound} (2**62) for the geometric mechanism, so that the "
-            "noisy result fits in a 64-bit integer"
-        )
+        raise _out_of_range(bound)
     return arr.astype(np.int64)
+
+
+def _out_of_range(bound: int) -> ValueError:
+    # The message names the bound only: the value is private.
+    return ValueError(f"value must lie within +-{bound} (2**62) for the geometric mechanism, so "
+                      "that the noisy result fits in a 64-bit integer")
 
 
 @dataclass(frozen=True)
@@ -60,7 +75,8 @@ class Laplace:
     Numerics: floating-point Laplace noise; it is not hardened against precision-based attacks
     (Mironov 2012). NaN or infinite values are rejected: releasing them
     would reveal the input. A scale whose noise could overflow (``sensitivity / epsilon`` above
-    :data:`~fastmwem._validation.MAX_NOISE_SCALE`) is refused at construction.
+    :data:`~fastmwem._validation.MAX_NOISE_SCALE`) is refused at construction; a noisy value
+    beyond the float range saturates at the largest float (post-processing).
 
     >>> Laplace(epsilon=1.0, sensitivity=2.0).scale
     2.0
@@ -88,7 +104,11 @@ class Laplace:
         arr = _values(value, integer=False).astype(np.float64)
         generator = make_rng(rng)
         charge(accountant, self.privacy, "laplace")
-        noisy = arr + generator.laplace(0.0, self.scale, size=arr.shape)
+        with np.errstate(over="ignore"):
+            noisy = arr + generator.laplace(0.0, self.scale, size=arr.shape)
+        # A value near the float range plus large noise can overflow to +-inf; saturating at the
+        # largest float is post-processing (no privacy cost) and keeps the output a number.
+        noisy = np.clip(noisy, -_FLOAT_MAX, _FLOAT_MAX)
         return float(noisy) if noisy.ndim == 0 else noisy
 
 

@@ -95,8 +95,9 @@ def prepare(config: object, workload: LinearWorkload) -> MWEMSetup:
 
     ``measure="auto"`` selects groups when some group holds more than one query, else single
     queries. Groups of sensitivity 0 (all-zero queries: their answer is 0 on every dataset, so
-    there is nothing to learn) are never selected. Every mechanism is constructed here, so that a noise
-    scale that is not finite is refused before the budget is charged.
+    there is nothing to learn) are never selected, nor are their queries in query mode. Every
+    mechanism is constructed here, so that a noise scale that is not finite is refused before
+    the budget is charged.
     """
     offsets, s, group_sens = check_workload(workload)
     measure = config.measure  # type: ignore[attr-defined]
@@ -109,6 +110,9 @@ def prepare(config: object, workload: LinearWorkload) -> MWEMSetup:
         sensitivities = np.full(int(offsets[-1]), s)
         cells = np.ones(int(offsets[-1]))
     candidates = sensitivities > 0
+    if not group_mode:
+        # A query in a group of sensitivity 0 is all zero too: never worth a round.
+        candidates &= np.repeat(group_sens > 0, np.diff(offsets))
     score_sensitivity = float(sensitivities.max())
     selection = config.round_selection  # type: ignore[attr-defined]
     selection.check(workload, epsilon=split["select"], group_mode=group_mode,

@@ -80,7 +80,9 @@ def default_rounds(*, ceiling: int, cells: float, epsilon_rounds: float, records
     9
     """
     bound = NOISE_SHARE * float(epsilon_rounds) * float(records) / (2.0 * float(cells))
-    return int(min(ceiling, max(1, math.floor(bound))))
+    if not bound < ceiling:  # also an epsilon so large that the product overflows to inf
+        return int(ceiling)
+    return int(max(1, math.floor(bound)))
 
 
 @dataclass(frozen=True)

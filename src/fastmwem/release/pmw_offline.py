@@ -41,7 +41,11 @@ from fastmwem.mechanisms.seeding import warn_if_seeded
 from fastmwem.random import make_rng
 from fastmwem.release.result import MWEMResult, RoundRecord
 
-__all__ = ["OfflinePMWConfig", "pmw_offline", "pmw_offline_privacy_plan"]
+__all__ = ["OfflinePMWConfig", "pmw_offline", "pmw_offline_privacy_plan", "MAX_LEARNING_RATE"]
+
+#: Largest MW step ``eta``. A step multiplies cells by up to ``exp(+-eta)``: far below the float
+#: range's ``exp(709)``, so no update can overflow, or erase the whole distribution at once.
+MAX_LEARNING_RATE = 100.0
 
 
 @dataclass(frozen=True)
@@ -57,7 +61,8 @@ class OfflinePMWConfig:
         selection: ``"exponential"`` (scan all ``2m`` scores) or ``"lazy"`` (top-k oracle).
         index: oracle for ``"lazy"`` (see :class:`fastmwem.release.selection.LazySelection`).
         k: top-k size for ``"lazy"`` (default ``ceil(sqrt(2m))``).
-        learning_rate: the MW step ``eta`` (default ``sqrt(ln |X| / T)``, the lecture's choice).
+        learning_rate: the MW step ``eta`` (default ``sqrt(ln |X| / T)``, the lecture's choice;
+            at most ``MAX_LEARNING_RATE``).
         total: a public record count; ``None`` spends ``count_fraction`` of epsilon on a Laplace
             count.
         count_fraction: the share of epsilon for the noisy count.
@@ -88,8 +93,9 @@ class OfflinePMWConfig:
             check_int(self.k, "k", minimum=1)
         if self.learning_rate is not None:
             rate = float(self.learning_rate)
-            if not math.isfinite(rate) or rate <= 0:
-                raise ValueError(f"learning_rate must be a finite number > 0, got {rate}")
+            if not math.isfinite(rate) or rate <= 0 or rate > MAX_LEARNING_RATE:
+                raise ValueError(f"learning_rate must be a number in (0, {MAX_LEARNING_RATE:g}], "
+                                 f"got {rate}")
         if self.total is not None:
             check_int(self.total, "total", minimum=1)
         check_probability(self.count_fraction, "count_fraction")

@@ -22,7 +22,11 @@ CHUNK_ROWS = 10**6
 
 @dataclass(frozen=True)
 class RoundRecord:
-    """What one round did (public: no true answers or errors of the private data)."""
+    """What one round did (no true answers or errors of the private data).
+
+    ``seconds`` is the round's wall time. It stays out of the report: the time of a lazy
+    round depends on the data (how far its top-k search and tail draws go).
+    """
 
     round: int
     selected: int
@@ -145,7 +149,7 @@ class MWEMResult:
         return frame
 
     def report(self) -> dict[str, object]:
-        """A JSON-ready record of the private outputs and the privacy ledger only.
+        """A JSON-ready record of the private outputs and the privacy ledger only (no timings).
 
         ``"private"`` is false, with the reasons in ``"not_private_because"``, when the run was
         seeded. The seed itself is never recorded.
@@ -166,7 +170,6 @@ class MWEMResult:
                     "measurement": [float(v) for v in m],
                     "epsilon_select": r.epsilon_select,
                     "epsilon_measure": r.epsilon_measure,
-                    "seconds": r.seconds,
                 }
                 for r, m in zip(self.trace, self.measurements)
             ],

@@ -205,6 +205,12 @@ class LazySelection:
     allow_uncertified: bool = False
     _cache: dict = field(default_factory=dict, compare=False, repr=False)
 
+    def __post_init__(self) -> None:
+        if isinstance(self.index, str) and not _known_index(self.index):
+            from fastmwem.indices.factory import INDEX_SPECS
+
+            raise ValueError(f"index must be one of {', '.join(INDEX_SPECS)}, got {self.index!r}")
+
     @property
     def name(self) -> str:
         return "lazy"
@@ -276,6 +282,12 @@ class _LazyChooser:
         answers = self.workload.answer_group(self.true_histogram, group)  # type: ignore[attr-defined]
         base = int(offsets[group])
         return np.asarray(answers)[queries.start - base:queries.stop - base]
+
+
+def _known_index(name: str) -> bool:
+    """Whether ``name`` is an index name :func:`fastmwem.indices.make_index` understands."""
+    return name in ("flat", "bitpacked", "hnswlib") or (name.startswith("faiss:")
+                                                        and len(name) > len("faiss:"))
 
 
 def _scan(mechanism: str) -> Callable[..., RoundSelection]:
