@@ -90,7 +90,7 @@ SCALAR_CASES = {
     "composition unknown": (dict(composition="rdp"), "composition"),
     "tolerance nan": (dict(tolerance=np.nan), "tolerance"),
     "track not a bool": (dict(track="yes"), "track", TypeError),
-    "epsilon too small for the rounds": (dict(epsilon=5e-324, composition="basic", delta=0.0),
+    "epsilon too small for the rounds": (dict(epsilon=1e-306, composition="basic", delta=0.0),
                                          "too small"),
 }
 
