@@ -86,7 +86,7 @@ def private_linprog(c: object, A_ub: object = None, b_ub: object = None, *, A_lb
     >>> res = private_linprog([1.0, 2.0], A, [0.9, 0.9], epsilon=1.0, delta=1e-6,
     ...                       sensitivity=0.01, width=1.0, rounds=50, probes=0, rng=0)
     >>> res.x.shape, round(float(res.x.sum()), 9), res.privacy
-    ((2,), 1.0, ApproxDP(epsilon=0.999..., delta=1e-06))
+    ((2,), 1.0, ApproxDP(epsilon=1, delta=1e-06))
     """
     model = check_choice(privacy, "privacy", ("scalar", "constraint"))
     budget = _args.budget(epsilon, delta, composition, test_fraction)
