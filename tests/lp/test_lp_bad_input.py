@@ -91,7 +91,7 @@ SCALAR_CASES = {
     "tolerance nan": (dict(tolerance=np.nan), "tolerance"),
     "track not a bool": (dict(track="yes"), "track", TypeError),
     "epsilon too small for the rounds": (dict(epsilon=1e-306, composition="basic", delta=0.0),
-                                         "smallest normal"),
+                                         "too small"),
 }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -64,7 +65,8 @@ def solve(*, budget: Budget, em_rounds: int, tests: int, rng: object, accountant
                         kind=kind)
     # Mechanisms refuse an epsilon of 0 (and the geometric one below 2**-40): refuse here, before
     # the charge, rather than fail after it.
-    if plan.epsilon0 <= 0 or (tests and plan.epsilon_test <= min_test_epsilon):
+    if (plan.epsilon0 < sys.float_info.min
+            or (tests and plan.epsilon_test <= max(min_test_epsilon, sys.float_info.min))):
         raise ValueError(f"epsilon = {budget.epsilon} is too small for {em_rounds} rounds and "
                          f"{tests} tests: a round's or a test's epsilon would be "
                          f"{min(plan.epsilon0, plan.epsilon_test if tests else 1.0):.3g}")
