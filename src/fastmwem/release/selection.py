@@ -210,7 +210,19 @@ class LazySelection:
         return "lazy"
 
     def event(self, epsilon: float) -> PrivacyEvent:
+        """``BoundedRange(epsilon)``; with the opt-in, :class:`~fastmwem.mechanisms.Uncertified`
+        unless the oracle built by :meth:`check` is known to be exact or certified."""
+        if self.allow_uncertified and not self._certified():
+            from fastmwem.mechanisms.lazy import Uncertified
+
+            return Uncertified(epsilon)
         return BoundedRange(epsilon)
+
+    def _certified(self) -> bool:
+        """Whether the oracle built so far is exact or carries a certified gap (False if none
+        has been built: the plan then records the weaker claim)."""
+        return any(oracle.exact or getattr(oracle, "certified_gap", None) is not None
+                   for oracle in self._cache.values())
 
     def check(self, workload: object, *, epsilon: float, group_mode: bool,
               sensitivities: np.ndarray) -> None:
@@ -282,7 +294,7 @@ def _scan(mechanism: str) -> Callable[..., RoundSelection]:
     def make(**options: object) -> RoundSelection:
         if options:
             raise ValueError(f"selection {mechanism!r} takes no options, got {sorted(options)} "
-                             "(index= and top_k= are for selection='lazy')")
+                             "(index=, top_k= and allow_uncertified= are for selection='lazy')")
         return ScanSelection(mechanism)
 
     return make
