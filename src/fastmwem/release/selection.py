@@ -249,8 +249,10 @@ class LazySelection:
 
     def prepare(self, workload: object, true_histogram: np.ndarray, *, epsilon: float,
                 group_mode: bool, sensitivities: np.ndarray, penalties: np.ndarray) -> Chooser:
+        # The offsets are read once: some workloads build an array of m + 1 entries per access.
         return _LazyChooser(workload, np.asarray(true_histogram, dtype=np.float64),
-                            self._mechanism(workload, epsilon), group_mode)
+                            self._mechanism(workload, epsilon), group_mode,
+                            np.asarray(workload.group_offsets))  # type: ignore[attr-defined]
 
 
 @dataclass
@@ -259,11 +261,12 @@ class _LazyChooser:
     true_histogram: np.ndarray
     mechanism: object
     group_mode: bool
+    offsets: np.ndarray
     tail_draws: list[int] = field(default_factory=list)
 
     def choose(self, distribution: np.ndarray, total: float, available: np.ndarray | None,
                rng: np.random.Generator) -> int:
-        offsets = np.asarray(self.workload.group_offsets)  # type: ignore[attr-defined]
+        offsets = self.offsets
         exclude = None
         if available is not None and not available.all():
             closed = np.flatnonzero(~available)
@@ -283,7 +286,7 @@ class _LazyChooser:
 
     def true_answers(self, queries: slice) -> np.ndarray:
         """Answers of the measured queries alone: no round computes all ``m`` answers."""
-        offsets = np.asarray(self.workload.group_offsets)  # type: ignore[attr-defined]
+        offsets = self.offsets
         group = int(np.searchsorted(offsets, queries.start, side="right") - 1)
         answers = self.workload.answer_group(self.true_histogram, group)  # type: ignore[attr-defined]
         base = int(offsets[group])
