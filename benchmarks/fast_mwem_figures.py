@@ -43,13 +43,25 @@ import os
 import time
 import warnings
 
-import numpy as np
-from _fast_common import binary_domain, dirichlet_multinomial, machine, pyplot, spread, write_json
+# BLAS on one thread: on the loaded 2-core machine a two-thread float32 product waits ~20 ms for
+# its second thread whatever its size (measured: 1e4 x 256 keys, 20 ms on 2 threads, 0.4 ms on
+# one), which would swamp the flat index's time at small m. Set before numpy loads OpenBLAS.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from fastmwem.indices import make_index
-from fastmwem.mechanisms import LazyExponentialMechanism
-from fastmwem.release.pmw_offline import PMWConfig, pmw
-from fastmwem.workloads import RandomCountingQueries
+import numpy as np  # noqa: E402
+from _fast_common import (  # noqa: E402
+    binary_domain,
+    dirichlet_multinomial,
+    machine,
+    pyplot,
+    spread,
+    write_json,
+)
+
+from fastmwem.indices import make_index  # noqa: E402
+from fastmwem.mechanisms import LazyExponentialMechanism  # noqa: E402
+from fastmwem.release.pmw_offline import PMWConfig, pmw  # noqa: E402
+from fastmwem.workloads import RandomCountingQueries  # noqa: E402
 
 EPSILON, DELTA = 1.0, 1e-6
 NO_GUARANTEE = "no privacy guarantee"
@@ -77,7 +89,7 @@ def build_index(kind: str, workload: RandomCountingQueries, dense: np.ndarray | 
         index.add_packed(workload.packed)
         return index
     if kind == "flat":
-        return make_index("flat", dense)
+        return make_index("flat", dense, progress=False)
     if kind == "ivf":
         nlist = max(16, math.isqrt(m))
         return make_index(f"faiss:IVF{nlist},Flat", dense, params={"nprobe": max(1, nlist // 8)},
@@ -405,17 +417,23 @@ def plot_i1(payload: dict, path: str) -> None:
     plt = pyplot()
     rows = payload["rows"]
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
+    fixed_values = {"epsilon": EPSILON, "n": payload["meta"]["args"]["n"]}
     for ax, key, fixed in ((axes[0], "n", "epsilon"), (axes[1], "epsilon", "n")):
-        base = rows[0][fixed]
-        pts = sorted((r[key], r["tail_mean"], r["bound"]) for r in rows if r[fixed] == base)
+        base = fixed_values[fixed]
+        pts = sorted((r[key], r["tail_mean"], r["bound"], r["tail_fraction_mean"])
+                     for r in rows if r[fixed] == base)
         ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label="mean tail draws")
         ax.plot([p[0] for p in pts], [p[2] for p in pts], linestyle="--",
                 label="bound (N - k) / (k + 1)")
+        for x, y, _, frac in pts:
+            ax.annotate(f"{frac:.1e} of N-k", (x, y), textcoords="offset points",
+                        xytext=(4, 4), fontsize=7)
         ax.set_xscale("log")
         ax.set_yscale("symlog", linthresh=1.0)
+        ax.set_ylim(0, 4 * max(p[2] for p in pts))
         ax.set_xlabel(key + (" (records)" if key == "n" else " (total budget)"))
         ax.set_ylabel("tail candidates per selection")
-        ax.set_title(f"N = {rows[0]['N']:,}, k = {rows[0]['k']}, {fixed} = {base:g}")
+        ax.set_title(f"N = {rows[0]['N']:,} candidates, k = {rows[0]['k']}, {fixed} = {base:g}")
         ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
@@ -476,9 +494,10 @@ DEFAULTS = {  # per sub-command: (full, --quick)
              {"m": 3e3, "n": 10_000, "rounds": 30, "seeds": 2}),
     "fig4": ({"sizes": [1e3, 1e4, 1e5, 1e6], "n": 10_000, "rounds": 6, "repeats": 3},
              {"sizes": [1e3, 1e4], "n": 10_000, "rounds": 4, "repeats": 2}),
-    "i1": ({"m": 1e5, "n": 10_000, "rounds": 50, "records": [1_000, 10_000, 100_000, 1_000_000],
-            "epsilons": [0.1, 1.0, 10.0], "draws": 4},
-           {"m": 1e4, "n": 10_000, "rounds": 20, "records": [1_000, 10_000],
+    "i1": ({"m": 1e5, "n": 3_000, "rounds": 50,
+            "records": [300, 1_000, 3_000, 10_000, 100_000, 1_000_000],
+            "epsilons": [0.1, 0.3, 1.0, 3.0, 10.0], "draws": 4},
+           {"m": 1e4, "n": 1_000, "rounds": 20, "records": [1_000, 10_000],
             "epsilons": [1.0, 10.0], "draws": 2}),
     "i2": ({"m": 1e4, "rounds": 100, "seeds": 3, "records": [1_000, 10_000, 100_000]},
            {"m": 3e3, "rounds": 30, "seeds": 2, "records": [1_000, 10_000]}),
@@ -512,6 +531,7 @@ def main() -> None:
         load_before, started = os.getloadavg(), time.perf_counter()
         payload = compute(sub)
         payload["meta"] = {**machine(load_before), "seconds": time.perf_counter() - started,
+                           "openblas_threads": os.environ.get("OPENBLAS_NUM_THREADS"),
                            "epsilon": EPSILON, "delta": DELTA, "cells": 256,
                            "args": {k: v for k, v in vars(sub).items() if v is not None},
                            "quick": bool(args.quick)}
