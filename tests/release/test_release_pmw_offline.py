@@ -110,3 +110,37 @@ def test_the_largest_learning_rate_keeps_the_distribution_finite():
     result = pmw_offline(_data(domain, 50, seed=3), workload, epsilon=1.0, delta=1e-6, rounds=40,
                  learning_rate=MAX_LEARNING_RATE, rng=0)
     assert np.all(np.isfinite(result.histogram)) and result.histogram.sum() > 0
+
+
+@pytest.mark.parametrize("composition", ["zcdp", "advanced"])
+def test_an_uncertified_index_needs_the_opt_in_and_is_recorded_without_guarantee(composition):
+    pytest.importorskip("faiss")
+    from fastmwem.mechanisms import Uncertified
+    from fastmwem.mechanisms.lazy import UncertifiedOracleWarning
+
+    domain = Domain(["a", "b"], [4, 4])
+    dataset = _data(domain, 50, seed=7)
+    workload = RandomCountingQueries(domain, 30, rng=np.random.default_rng(8))
+    arguments = {"epsilon": 1.0, "delta": 1e-6, "rounds": 3, "composition": composition,
+                 "selection": "lazy", "index": "faiss:HNSW8", "total": 50}
+    kind = "zcdp" if composition == "zcdp" else "basic"
+    refused = Accountant(epsilon=1.0, delta=1e-6, composition=kind)
+    with pytest.raises(ValueError, match="allow_uncertified"):
+        pmw_offline(dataset, workload, accountant=refused, **arguments)
+    assert refused.ledger == ()
+    accountant = Accountant(epsilon=1.0, delta=1e-6, composition=kind)
+    with pytest.warns(UncertifiedOracleWarning):
+        pmw_offline(dataset, workload, accountant=accountant, allow_uncertified=True,
+            rng=np.random.default_rng(9), **arguments)
+    assert all("NO privacy guarantee" in e.label for e in accountant.ledger)
+    if composition == "zcdp":
+        assert all(isinstance(e.event, Uncertified) for e in accountant.ledger)
+
+
+@pytest.mark.parametrize("options, error", [
+    ({"selection": "exponential", "allow_uncertified": True}, ValueError),
+    ({"selection": "lazy", "allow_uncertified": "yes"}, TypeError),
+])
+def test_a_misplaced_or_malformed_opt_in_is_refused(options, error):
+    with pytest.raises(error, match="allow_uncertified"):
+        OfflinePMWConfig(epsilon=1.0, delta=1e-6, **options)

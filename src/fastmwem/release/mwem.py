@@ -83,6 +83,10 @@ class MWEMConfig:
             oracle, else ``"bitpacked"`` for 0/1 queries, else ``"flat"``), an index name for
             :func:`fastmwem.indices.make_index`, or a built oracle.
         top_k: the size of the lazy mechanism's exact top-k set (default ``ceil(sqrt(m))``).
+        allow_uncertified: let ``selection="lazy"`` run over an approximate index without a
+            certified gap (``"faiss:HNSW32"``, ``"faiss:IVF..."``, ``"hnswlib"``). Such a run has
+            NO privacy guarantee: its selection rounds are recorded as
+            :class:`~fastmwem.mechanisms.Uncertified` in the ledger. For experiments only.
         total: a *public* record count, if the data owner publishes one (at most 2**53);
             ``None`` spends ``count_fraction`` of epsilon on a Laplace count.
         count_fraction: share of epsilon spent on the noisy record count when ``total`` is None.
@@ -110,6 +114,7 @@ class MWEMConfig:
     selection: object = "exponential"
     index: object = None
     top_k: int | None = None
+    allow_uncertified: bool = False
     total: int | None = None
     count_fraction: float = 0.01
     noise_test: float | None = None
@@ -122,9 +127,14 @@ class MWEMConfig:
         _choice(self.measure, "measure", ("auto", "group", "query"))
         _choice(self.init, "init", ("uniform", "noisy-histogram"))
         _choice(self.output, "output", ("last", "average"))
-        # The resolved selection object is public configuration, derived once.
-        object.__setattr__(self, "round_selection",
-                           resolve_selection(self.selection, index=self.index, k=self.top_k))
+        if not isinstance(self.allow_uncertified, bool):
+            raise TypeError("allow_uncertified must be a bool, got "
+                            f"{type(self.allow_uncertified).__name__}")
+        # The resolved selection object is public configuration, derived once. The opt-in is
+        # passed only when given, so that the scan selections refuse it by name.
+        object.__setattr__(self, "round_selection", resolve_selection(
+            self.selection, index=self.index, k=self.top_k,
+            allow_uncertified=self.allow_uncertified or None))
         check_probability(self.init_fraction, "init_fraction")
         check_probability(self.init_uniform_mix, "init_uniform_mix")
         check_probability(self.count_fraction, "count_fraction")

@@ -37,6 +37,7 @@ from fastmwem.accounting import (
 )
 from fastmwem.mechanisms.exponential import ExponentialMechanism
 from fastmwem.mechanisms.laplace import Laplace
+from fastmwem.mechanisms.lazy import Uncertified
 from fastmwem.mechanisms.seeding import warn_if_seeded
 from fastmwem.random import make_rng
 from fastmwem.release.result import MWEMResult, RoundRecord
@@ -61,6 +62,9 @@ class OfflinePMWConfig:
         selection: ``"exponential"`` (scan all ``2m`` scores) or ``"lazy"`` (top-k oracle).
         index: oracle for ``"lazy"`` (see :class:`fastmwem.release.selection.LazySelection`).
         k: top-k size for ``"lazy"`` (default ``ceil(sqrt(2m))``).
+        allow_uncertified: let ``"lazy"`` run over an approximate index without a certified gap
+            (HNSW, IVF). Such a run has NO privacy guarantee; its rounds are recorded as
+            :class:`~fastmwem.mechanisms.Uncertified` (zCDP) or labelled so (advanced).
         learning_rate: the MW step ``eta`` (default ``sqrt(ln |X| / T)``, the lecture's choice;
             at most ``MAX_LEARNING_RATE``).
         total: a public record count; ``None`` spends ``count_fraction`` of epsilon on a Laplace
@@ -75,6 +79,7 @@ class OfflinePMWConfig:
     selection: str = "exponential"
     index: object = None
     k: int | None = None
+    allow_uncertified: bool = False
     learning_rate: float | None = None
     total: int | None = None
     count_fraction: float = 0.01
@@ -87,8 +92,12 @@ class OfflinePMWConfig:
             raise ValueError(f"composition must be 'zcdp' or 'advanced', got {self.composition!r}")
         if self.selection not in ("exponential", "lazy"):
             raise ValueError(f"selection must be 'exponential' or 'lazy', got {self.selection!r}")
-        if self.selection != "lazy" and (self.index is not None or self.k is not None):
-            raise ValueError("index= and k= apply to selection='lazy' only")
+        if not isinstance(self.allow_uncertified, bool):
+            raise TypeError("allow_uncertified must be a bool, got "
+                            f"{type(self.allow_uncertified).__name__}")
+        if self.selection != "lazy" and (self.index is not None or self.k is not None
+                                         or self.allow_uncertified):
+            raise ValueError("index=, k= and allow_uncertified= apply to selection='lazy' only")
         if self.k is not None:
             check_int(self.k, "k", minimum=1)
         if self.learning_rate is not None:
@@ -130,20 +139,28 @@ def _float_below(value: Fraction) -> float:
     return out
 
 
-def pmw_offline_privacy_plan(config: OfflinePMWConfig) -> list[tuple[PrivacyEvent, str]]:
-    """The ``(event, label)`` list a run charges, from public parameters only."""
+def pmw_offline_privacy_plan(config: OfflinePMWConfig, *,
+                     certified: bool = True) -> list[tuple[PrivacyEvent, str]]:
+    """The ``(event, label)`` list a run charges, from public parameters only.
+
+    ``certified=False`` (an approximate oracle run with ``allow_uncertified``) records the rounds
+    as carrying no privacy guarantee.
+    """
     plan: list[tuple[PrivacyEvent, str]] = []
+    warning = "" if certified else " (uncertified oracle: NO privacy guarantee)"
     count = config.count_epsilon()
     if count > 0:
         plan.append((PureDP(Fraction(count)), "record count (Laplace)"))
     eps0 = config.round_epsilon()
     if config.composition == "advanced":
         eps_all, delta_all = advanced_composition(eps0, config.rounds, config.delta)
-        plan.append((ApproxDP(eps_all, delta_all),
-                     f"{config.rounds} rounds: select ({config.selection}), advanced composition"))
+        plan.append((ApproxDP(eps_all, delta_all), f"{config.rounds} rounds: select "
+                     f"({config.selection}), advanced composition{warning}"))
     else:
+        event = BoundedRange if certified else Uncertified
         for t in range(1, config.rounds + 1):
-            plan.append((BoundedRange(Fraction(eps0)), f"round {t}: select ({config.selection})"))
+            plan.append((event(Fraction(eps0)),
+                         f"round {t}: select ({config.selection}){warning}"))
     return plan
 
 
@@ -186,8 +203,8 @@ def pmw_offline(dataset: object, workload: object, *, epsilon: float, delta: flo
 
     config = OfflinePMWConfig(epsilon=epsilon, delta=delta, rounds=rounds, **options)  # type: ignore[arg-type]
     domain = check_release_inputs(dataset, workload)
-    plan = pmw_offline_privacy_plan(config)
     chooser = _make_chooser(config, workload)
+    plan = pmw_offline_privacy_plan(config, certified=chooser.certified)
     if accountant is None:
         accountant = _accountant_for(config)
     elif not isinstance(accountant, Accountant):
@@ -207,6 +224,7 @@ class _ScanChooser:
         self.mechanism = ExponentialMechanism(
             epsilon=epsilon0, sensitivity=float(workload.query_sensitivity))  # type: ignore[attr-defined]
         self.true_answers: np.ndarray | None = None
+        self.certified = True
 
     def bind(self, true_hist: np.ndarray) -> None:
         self.true_answers = self.workload.answer(true_hist)  # type: ignore[attr-defined]
@@ -220,14 +238,16 @@ class _ScanChooser:
 class _LazyChooser:
     """The lazy exponential mechanism over the complement-closed keys (same law)."""
 
-    def __init__(self, workload: object, epsilon0: float, index: object, k: int | None) -> None:
+    def __init__(self, workload: object, epsilon0: float, index: object, k: int | None,
+                 allow_uncertified: bool = False) -> None:
         from fastmwem.mechanisms.lazy import LazyExponentialMechanism
         from fastmwem.release._oracles import workload_oracle
 
-        oracle = workload_oracle(workload, index, allow_uncertified=False)
+        oracle = workload_oracle(workload, index, allow_uncertified=allow_uncertified)
         self.mechanism = LazyExponentialMechanism(
             oracle, epsilon=epsilon0, sensitivity=float(workload.query_sensitivity),  # type: ignore[attr-defined]
-            complement=True, k=k)
+            complement=True, k=k, allow_uncertified=allow_uncertified)
+        self.certified = self.mechanism.exact_guarantee
 
     def bind(self, true_hist: np.ndarray) -> None:
         return None
@@ -240,7 +260,7 @@ class _LazyChooser:
 def _make_chooser(config: OfflinePMWConfig, workload: object) -> _ScanChooser | _LazyChooser:
     eps0 = config.round_epsilon()
     if config.selection == "lazy":
-        return _LazyChooser(workload, eps0, config.index, config.k)
+        return _LazyChooser(workload, eps0, config.index, config.k, config.allow_uncertified)
     return _ScanChooser(workload, eps0)
 
 

@@ -216,7 +216,19 @@ class LazySelection:
         return "lazy"
 
     def event(self, epsilon: float) -> PrivacyEvent:
+        """``BoundedRange(epsilon)``; with the opt-in, :class:`~fastmwem.mechanisms.Uncertified`
+        unless the oracle built by :meth:`check` is known to be exact or certified."""
+        if self.allow_uncertified and not self._certified():
+            from fastmwem.mechanisms.lazy import Uncertified
+
+            return Uncertified(epsilon)
         return BoundedRange(epsilon)
+
+    def _certified(self) -> bool:
+        """Whether the oracle built so far is exact or carries a certified gap (False if none
+        has been built: the plan then records the weaker claim)."""
+        return any(oracle.exact or getattr(oracle, "certified_gap", None) is not None
+                   for oracle in self._cache.values())
 
     def check(self, workload: object, *, epsilon: float, group_mode: bool,
               sensitivities: np.ndarray) -> None:
@@ -243,8 +255,10 @@ class LazySelection:
 
     def prepare(self, workload: object, true_histogram: np.ndarray, *, epsilon: float,
                 group_mode: bool, sensitivities: np.ndarray, penalties: np.ndarray) -> Chooser:
+        # The offsets are read once: some workloads build an array of m + 1 entries per access.
         return _LazyChooser(workload, np.asarray(true_histogram, dtype=np.float64),
-                            self._mechanism(workload, epsilon), group_mode)
+                            self._mechanism(workload, epsilon), group_mode,
+                            np.asarray(workload.group_offsets))  # type: ignore[attr-defined]
 
 
 @dataclass
@@ -253,11 +267,12 @@ class _LazyChooser:
     true_histogram: np.ndarray
     mechanism: object
     group_mode: bool
+    offsets: np.ndarray
     tail_draws: list[int] = field(default_factory=list)
 
     def choose(self, distribution: np.ndarray, total: float, available: np.ndarray | None,
                rng: np.random.Generator) -> int:
-        offsets = np.asarray(self.workload.group_offsets)  # type: ignore[attr-defined]
+        offsets = self.offsets
         exclude = None
         if available is not None and not available.all():
             closed = np.flatnonzero(~available)
@@ -277,7 +292,7 @@ class _LazyChooser:
 
     def true_answers(self, queries: slice) -> np.ndarray:
         """Answers of the measured queries alone: no round computes all ``m`` answers."""
-        offsets = np.asarray(self.workload.group_offsets)  # type: ignore[attr-defined]
+        offsets = self.offsets
         group = int(np.searchsorted(offsets, queries.start, side="right") - 1)
         answers = self.workload.answer_group(self.true_histogram, group)  # type: ignore[attr-defined]
         base = int(offsets[group])
@@ -294,7 +309,7 @@ def _scan(mechanism: str) -> Callable[..., RoundSelection]:
     def make(**options: object) -> RoundSelection:
         if options:
             raise ValueError(f"selection {mechanism!r} takes no options, got {sorted(options)} "
-                             "(index= and top_k= are for selection='lazy')")
+                             "(index=, top_k= and allow_uncertified= are for selection='lazy')")
         return ScanSelection(mechanism)
 
     return make
