@@ -118,3 +118,24 @@ def pyplot():
     import matplotlib.pyplot as plt
 
     return plt
+
+
+#: Colours of the two selections in every plot.
+COLORS = {"exponential": "tab:red", "lazy": "tab:blue"}
+
+
+def error_scatter(ax, groups, title: str) -> None:
+    """Each run's max (filled) and mean (open) abs. error; ``groups`` holds
+    ``(x position, method, runs)``."""
+    labelled = set()
+    for x, method, runs in groups:
+        for key, marker, offset in (("max_abs_error", "o", -0.04), ("mean_abs_error", "s", 0.04)):
+            label = None if (method, key) in labelled else f"{method}: {key.split('_')[0]}"
+            labelled.add((method, key))
+            ax.scatter([x + offset] * len(runs), [r[key] for r in runs], marker=marker,
+                       facecolors=COLORS[method] if key == "max_abs_error" else "none",
+                       edgecolors=COLORS[method], label=label)
+    ax.set_yscale("log")
+    ax.set_ylabel("abs. error of normalised answers, each run")
+    ax.set_title(title)
+    ax.legend(fontsize=7)

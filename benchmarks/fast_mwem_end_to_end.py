@@ -35,9 +35,11 @@ import warnings
 
 import numpy as np
 from _fast_common import (
+    COLORS,
     TimedSelection,
     binary_domain,
     dirichlet_multinomial,
+    error_scatter,
     machine,
     pyplot,
     release_generator,
@@ -131,6 +133,9 @@ def main() -> None:
     parser.add_argument("--alpha", type=float, default=0.5, help="Dirichlet concentration")
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--rng", choices=["chacha", "pcg64"], default="chacha")
+    parser.add_argument("--same-data", action="store_true",
+                        help="one dataset for every seed (only the generator varies): the "
+                             "run-to-run noise of the error on fixed data")
     parser.add_argument("--quick", action="store_true",
                         help="m = 1e5, T = 30, n = 1e4 (reuse 20), 2 seeds")
     parser.add_argument("--output", default="fast_mwem_end_to_end")
@@ -149,7 +154,8 @@ def main() -> None:
     rows = []
     for n, reuse in configs:
         for seed in range(args.seeds):
-            dataset = dirichlet_multinomial(domain, n, seed, args.alpha)
+            dataset = dirichlet_multinomial(domain, n, 0 if args.same_data else seed,
+                                            args.alpha)
             order = ("exponential", "lazy") if seed % 2 == 0 else ("lazy", "exponential")
             for method in order:
                 row = run_once(method, dataset, workload, args, seed, reuse)
@@ -188,12 +194,11 @@ def plot(rows: list[dict], summary: list[dict], path: str, args) -> None:
     fig, (ax_t, ax_e) = plt.subplots(1, 2, figsize=(13, 4.8))
     labels = [f"n={e['n']:,}\nreuse {e['reuse_passes']}" for e in summary]
     x = np.arange(len(summary))
-    colors = {"exponential": "tab:red", "lazy": "tab:blue"}
     for offset, method in ((-0.2, "exponential"), (0.2, "lazy")):
         sel = [e[f"{method}_select_s_mean"] for e in summary]
         rest = [e[f"{method}_wall_s_mean"] - e[f"{method}_select_s_mean"] for e in summary]
-        ax_t.bar(x + offset, sel, 0.38, color=colors[method], label=f"{method}: selection")
-        ax_t.bar(x + offset, rest, 0.38, bottom=sel, color=colors[method], alpha=0.35,
+        ax_t.bar(x + offset, sel, 0.38, color=COLORS[method], label=f"{method}: selection")
+        ax_t.bar(x + offset, rest, 0.38, bottom=sel, color=COLORS[method], alpha=0.35,
                  label=f"{method}: set-up, measure, MW update, reuse")
     for i, e in enumerate(summary):
         ax_t.annotate(f"{e['wall_ratio']:.1f}x wall\n{e['select_ratio']:.1f}x selection",
@@ -204,19 +209,13 @@ def plot(rows: list[dict], summary: list[dict], path: str, args) -> None:
     ax_t.set_title(f"m = {int(args.queries):,} random counting queries, |X| = "
                    f"{2 ** args.bits}, T = {args.rounds}")
     ax_t.legend(fontsize=7)
-    for i, e in enumerate(summary):
-        for offset, method in ((-0.12, "exponential"), (0.12, "lazy")):
-            mine = [r for r in rows if (r["n"], r["reuse_passes"], r["method"])
-                    == (e["n"], e["reuse_passes"], method)]
-            for key, marker in (("max_abs_error", "o"), ("mean_abs_error", "s")):
-                ax_e.scatter([i + offset] * len(mine), [r[key] for r in mine], marker=marker,
-                             color=colors[method], alpha=0.7,
-                             label=f"{method}: {key.split('_')[0]}" if i == 0 else None)
+    error_scatter(ax_e, [(i + offset, method, [
+        r for r in rows if (r["n"], r["reuse_passes"], r["method"])
+        == (e["n"], e["reuse_passes"], method)])
+        for i, e in enumerate(summary) for offset, method in ((-0.15, "exponential"),
+                                                            (0.15, "lazy"))],
+        "error over all m queries (classic left, lazy right)")
     ax_e.set_xticks(x, labels)
-    ax_e.set_yscale("log")
-    ax_e.set_ylabel("abs. error of normalised answers, each seed")
-    ax_e.set_title("error over all m queries (classic left, lazy right)")
-    ax_e.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
 

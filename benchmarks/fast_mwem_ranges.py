@@ -30,8 +30,10 @@ import warnings
 
 import numpy as np
 from _fast_common import (
+    COLORS,
     TimedSelection,
     dirichlet_multinomial,
+    error_scatter,
     machine,
     pyplot,
     release_generator,
@@ -124,13 +126,12 @@ def main() -> None:
 def plot(rows: list[dict], summary: dict, path: str) -> None:
     plt = pyplot()
     fig, (ax_r, ax_e) = plt.subplots(1, 2, figsize=(12, 4.5))
-    colors = {"exponential": "tab:red", "lazy": "tab:blue"}
     for row in rows:
         rounds = np.arange(1, len(row["round_s"]) + 1)
         first = row["seed"] == 0
-        ax_r.plot(rounds, row["round_s"], color=colors[row["method"]], alpha=0.6,
+        ax_r.plot(rounds, row["round_s"], color=COLORS[row["method"]], alpha=0.6,
                   label=f"{row['method']}: round" if first else None)
-        ax_r.plot(rounds, row["select_s"], color=colors[row["method"]], alpha=0.6,
+        ax_r.plot(rounds, row["select_s"], color=COLORS[row["method"]], alpha=0.6,
                   linestyle=":", label=f"{row['method']}: selection only" if first else None)
     ax_r.axhline(1.0, color="gray", linestyle="--", linewidth=0.8, label="goal: 1 s per round")
     ax_r.set_yscale("log")
@@ -140,17 +141,9 @@ def plot(rows: list[dict], summary: dict, path: str) -> None:
                    f"(round {summary['round_median_ratio']:.1f}x, selection "
                    f"{summary['select_median_ratio']:.1f}x faster)", fontsize=9)
     ax_r.legend(fontsize=7)
-    for i, method in enumerate(colors):
-        mine = [r for r in rows if r["method"] == method]
-        ax_e.scatter([i - 0.05] * len(mine), [r["max_abs_error"] for r in mine], marker="o",
-                     color=colors[method], label=f"{method}: max")
-        ax_e.scatter([i + 0.05] * len(mine), [r["mean_abs_error"] for r in mine], marker="s",
-                     facecolors="none", edgecolors=colors[method], label=f"{method}: mean")
-    ax_e.set_xticks([0, 1], list(colors))
-    ax_e.set_yscale("log")
-    ax_e.set_ylabel("abs. error of normalised answers, each seed")
-    ax_e.set_title("error over all intervals")
-    ax_e.legend(fontsize=7)
+    error_scatter(ax_e, [(i, method, [r for r in rows if r["method"] == method])
+                         for i, method in enumerate(METHODS)], "error over all intervals")
+    ax_e.set_xticks([0, 1], list(METHODS))
     fig.tight_layout()
     fig.savefig(path, dpi=120)
 
