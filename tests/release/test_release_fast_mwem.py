@@ -199,3 +199,15 @@ def test_lazy_rounds_read_the_group_offsets_once_not_per_round():
         choice = chooser.choose(np.full(domain.size, 1 / 16), 60.0, available, rng)
         available[choice] = False
     assert Counted.reads == 0
+
+
+def test_one_lazy_selection_rebuilds_its_oracle_for_another_workload():
+    domain = Domain(["a", "b"], [4, 4])
+    selection = LazySelection(index="flat")
+    first = RandomCountingQueries(domain, 20, rng=np.random.default_rng(1))
+    second = RandomCountingQueries(domain, 20, rng=np.random.default_rng(2))
+    a = selection._oracle(first)
+    b = selection._oracle(second)
+    assert a is not b
+    v = np.arange(16.0)
+    np.testing.assert_allclose(b.score(np.arange(20), v), second.answer(v))

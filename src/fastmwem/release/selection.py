@@ -228,7 +228,7 @@ class LazySelection:
         """Whether the oracle built so far is exact or carries a certified gap (False if none
         has been built: the plan then records the weaker claim)."""
         return any(oracle.exact or getattr(oracle, "certified_gap", None) is not None
-                   for oracle in self._cache.values())
+                   for _, oracle in self._cache.values())
 
     def check(self, workload: object, *, epsilon: float, group_mode: bool,
               sensitivities: np.ndarray) -> None:
@@ -237,13 +237,14 @@ class LazySelection:
     def _oracle(self, workload: object) -> object:
         """The oracle over the workload's query vectors (public; built once and cached)."""
         key = id(workload)
-        if key not in self._cache:
+        # The entry keeps the workload alive, so its id cannot be reused by another workload.
+        if key not in self._cache or self._cache[key][0] is not workload:
             from fastmwem.release._oracles import workload_oracle
 
             self._cache.clear()
-            self._cache[key] = workload_oracle(workload, self.index,
-                                               allow_uncertified=self.allow_uncertified)
-        return self._cache[key]
+            self._cache[key] = (workload, workload_oracle(
+                workload, self.index, allow_uncertified=self.allow_uncertified))
+        return self._cache[key][1]
 
     def _mechanism(self, workload: object, epsilon: float) -> object:
         from fastmwem.mechanisms.lazy import LazyExponentialMechanism
