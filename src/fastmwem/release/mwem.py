@@ -23,22 +23,29 @@ from fastmwem._validation import (
     check_noise_scale,
     check_probability,
 )
+from fastmwem._validation import memory_limit as system_memory
 from fastmwem.accounting import Accountant, PrivacyEvent, PureDP, exact
-from fastmwem.data.domain import Domain
+from fastmwem.data.domain import Domain, check_dense
 from fastmwem.mechanisms.laplace import Laplace
 from fastmwem.mechanisms.seeding import warn_if_seeded
 from fastmwem.random import make_rng
+from fastmwem.release._private import PrivateView
 from fastmwem.release._setup import MWEMSetup, prepare
+from fastmwem.release.factored import DEFAULT_MAX_CLIQUE_CELLS, FactoredState, marginal_axes
 from fastmwem.release.resources import mwem_resources
 from fastmwem.release.result import MWEMResult, RoundRecord
 from fastmwem.release.selection import RoundSelection, resolve_selection
-from fastmwem.release.state import MAX_RECORDS, MWState
-from fastmwem.workloads.base import MAX_DENSE_CELLS, LinearWorkload
+from fastmwem.release.state import MAX_RECORDS, MWState, SyntheticState
+from fastmwem.workloads.base import LinearWorkload, groups_of_queries
 
-__all__ = ["mwem", "MWEMConfig", "mwem_privacy_plan", "MAX_REUSE_PASSES", "PROGRESS_SECONDS"]
+__all__ = ["mwem", "MWEMConfig", "mwem_privacy_plan", "choose_model", "MAX_REUSE_PASSES",
+           "PROGRESS_SECONDS", "MODELS"]
 
 #: Largest number of reuse passes per round.
 MAX_REUSE_PASSES = 1000
+
+#: The synthetic models a run can keep (``MWEMConfig.model``).
+MODELS = ("auto", "dense", "junction-tree", "product")
 
 #: With ``progress=None``, runs estimated to take longer than this (seconds) show progress.
 PROGRESS_SECONDS = 30.0
@@ -85,6 +92,14 @@ class MWEMConfig:
         total: a *public* record count, if the data owner publishes one (at most 2**53);
             ``None`` spends ``count_fraction`` of epsilon on a Laplace count.
         count_fraction: share of epsilon spent on the noisy record count when ``total`` is None.
+        model: the synthetic distribution: ``"dense"`` (a vector over every cell),
+            ``"junction-tree"`` (a decomposable model of clique tables,
+            :class:`~fastmwem.release.factored.FactoredState`), ``"product"`` (disjoint factors,
+            mwem.txt s.4), or ``"auto"``: dense when the domain is within the dense limit and
+            the run's memory, else the junction tree.
+        max_clique_cells: the largest clique (cells) of a factored model. Groups whose
+            measurement would need a larger clique are left out of the selection; which ones
+            follows from the domain and the groups already selected (public).
 
     Each step's share of epsilon must leave a finite noise scale: a tiny epsilon spread over many
     rounds is refused here, with the share named, rather than failing after the charge.
@@ -106,6 +121,8 @@ class MWEMConfig:
     top_k: int | None = None
     total: int | None = None
     count_fraction: float = 0.01
+    model: str = "auto"
+    max_clique_cells: int = DEFAULT_MAX_CLIQUE_CELLS
 
     def __post_init__(self) -> None:
         check_epsilon(self.epsilon)
@@ -115,6 +132,8 @@ class MWEMConfig:
         _choice(self.measure, "measure", ("auto", "group", "query"))
         _choice(self.init, "init", ("uniform", "noisy-histogram"))
         _choice(self.output, "output", ("last", "average"))
+        _choice(self.model, "model", MODELS)
+        check_int(self.max_clique_cells, "max_clique_cells", minimum=1)
         # The resolved selection object is public configuration, derived once.
         object.__setattr__(self, "round_selection",
                            resolve_selection(self.selection, index=self.index, k=self.top_k))
@@ -193,8 +212,12 @@ def _choice(value: object, name: str, options: tuple[str, ...]) -> None:
         raise ValueError(f"{name} must be one of {list(options)}, got {value!r}")
 
 
-def mwem_privacy_plan(config: MWEMConfig, workload: LinearWorkload) -> list[tuple[PrivacyEvent, str]]:
+def mwem_privacy_plan(config: MWEMConfig, workload: LinearWorkload, *,
+                      model: str = "dense") -> list[tuple[PrivacyEvent, str]]:
     """The ordered list of ``(event, label)`` an MWEM run charges; it depends only on public input.
+
+    ``model`` (the run's resolved model, see :func:`choose_model`) only names the noisy start:
+    a histogram when dense, the 1-way marginals when factored; the events are the same.
 
     Selection rounds are :class:`~fastmwem.accounting.BoundedRange` (exponential mechanism) or
     :class:`~fastmwem.accounting.PureDP` (permute-and-flip); counts and measurements are Laplace
@@ -207,7 +230,8 @@ def mwem_privacy_plan(config: MWEMConfig, workload: LinearWorkload) -> list[tupl
     if split["count"] > 0:
         plan.append((PureDP(Fraction(split["count"])), "record count (Laplace)"))
     if split["init"] > 0:
-        plan.append((PureDP(Fraction(split["init"])), "initial histogram (Laplace)"))
+        start = "histogram" if model == "dense" else "1-way marginals"
+        plan.append((PureDP(Fraction(split["init"])), f"initial {start} (Laplace)"))
     for t in range(1, config.rounds + 1):
         plan.append((selection.event(Fraction(split["select"])),
                      f"round {t}: select ({selection.name})"))
@@ -274,7 +298,13 @@ def mwem(
     """
     config = MWEMConfig(epsilon=epsilon, rounds=rounds, **options)  # type: ignore[arg-type]
     domain = check_release_inputs(dataset, workload)
+    if memory_limit is not None:
+        check_int(memory_limit, "memory_limit", minimum=1)
+    model = choose_model(config, workload, memory_limit)
+    check_dataset(dataset, model)
     setup = prepare(config, workload)
+    if model != "dense":
+        setup = _within_cap(setup, workload, config.max_clique_cells)
     if config.exclude_measured and config.rounds > setup.n_candidates:
         raise ValueError(
             f"rounds ({config.rounds}) exceeds the {setup.n_candidates} candidate "
@@ -287,21 +317,22 @@ def mwem(
         raise TypeError(f"accountant must be an Accountant, got {type(accountant).__name__}")
     if schema is not None and getattr(schema, "domain", None) != domain:
         raise ValueError("schema must describe the dataset's domain")
-    if memory_limit is not None:
-        check_int(memory_limit, "memory_limit", minimum=1)
-    resources = mwem_resources(config, workload)
-    check_memory(resources.memory_bytes, f"MWEM on {resources.cells} cells", memory_limit)
+    resources = mwem_resources(config, workload, model=model)
+    check_memory(resources.memory_bytes, f"MWEM ({model}) on {resources.cells} cells",
+                 memory_limit)
     generator = make_rng(rng)
     seeded = warn_if_seeded(rng, "mwem")
-    plan = mwem_privacy_plan(config, workload)
+    plan = mwem_privacy_plan(config, workload, model=model)
     accountant.compose_all(plan)  # all or nothing, before the data is read
 
     if progress is None:
         progress = resources.seconds > PROGRESS_SECONDS and sys.stderr.isatty()
     bar = _progress_bar(config, resources.seconds) if progress else None
     try:
-        result = _run(dataset, workload, domain, config, setup, generator, accountant, bar,
-                      schema)
+        private = PrivateView(dataset, workload, dense=model == "dense",
+                              groups=_candidate_groups(setup, workload))
+        result = _run(private, workload, domain, config, setup, model, generator, accountant,
+                      bar, schema)
         return dataclasses.replace(result, seeded=True) if seeded else result
     finally:
         if bar is not None:
@@ -313,19 +344,88 @@ def check_release_inputs(dataset: object, workload: LinearWorkload) -> Domain:
     if not isinstance(workload, LinearWorkload):
         raise TypeError(f"workload must be a fastmwem workload, got {type(workload).__name__}")
     domain = getattr(dataset, "domain", None)
-    if not isinstance(domain, Domain) or not callable(getattr(dataset, "histogram", None)):
+    if not isinstance(domain, Domain) or not any(
+            callable(getattr(dataset, name, None)) for name in ("histogram", "marginal",
+                                                                 "marginals")):
         raise TypeError(f"dataset must be a fastmwem Dataset, got {type(dataset).__name__}")
     if domain != workload.domain:
         raise ValueError(
             f"dataset and workload have different domains: {domain} and {workload.domain}"
         )
-    if domain.size > MAX_DENSE_CELLS:
-        raise ValueError(
-            f"the domain has {domain.size} cells, more than the dense-histogram limit of "
-            f"{MAX_DENSE_CELLS} (2**{MAX_DENSE_CELLS.bit_length() - 1}); use fewer attributes or "
-            "coarser bins"
-        )
     return domain
+
+
+def check_dataset(dataset: object, model: str) -> None:
+    """Refuse a dataset that cannot give what a ``model`` run reads (before the charge)."""
+    if model == "dense":
+        if not callable(getattr(dataset, "histogram", None)):
+            raise TypeError("a dense run reads the data's histogram(); "
+                            f"{type(dataset).__name__} has none")
+    elif not any(callable(getattr(dataset, n, None)) for n in ("marginal", "marginals")):
+        raise TypeError(f"a factored run reads the data's marginals; {type(dataset).__name__} "
+                        "has neither marginal() nor marginals()")
+
+
+def choose_model(config: MWEMConfig, workload: LinearWorkload,
+                 memory_limit: int | None = None) -> str:
+    """The synthetic model of a run: ``config.model``, or for ``"auto"`` dense when it fits.
+
+    ``"auto"`` keeps a dense histogram when the domain is within ``MAX_DENSE_CELLS`` and the
+    dense run's memory estimate within ``memory_limit`` (default the machine's), else a junction
+    tree. Decided from public parameters only.
+
+    Raises:
+        ValueError: a factored model for a workload without marginal structure, a dense one
+            above the dense limit, or options a factored model cannot run (before any charge).
+    """
+    domain = workload.domain
+    model = config.model
+    structured = marginal_axes(workload) is not None
+    if model == "auto":
+        fits = domain.dense and (
+            mwem_resources(config, workload).memory_bytes
+            <= (memory_limit if memory_limit is not None else system_memory()))
+        # Without a marginal structure only a dense run is possible: the memory check then
+        # refuses it with the sizes, or the dense check below names the limit.
+        model = "dense" if fits or not structured else "junction-tree"
+    if model == "dense":
+        check_dense(domain.size, "the domain",
+                    "use fewer attributes or coarser bins, or a workload with marginal "
+                    "structure (marginals, cuboids, ranges, intervals) for a factored model")
+        return model
+    if not structured:
+        raise ValueError(
+            f"model={model!r} needs a workload with marginal structure (marginals, cuboids, "
+            f"ranges, intervals); {type(workload).__name__} has none"
+        )
+    if config.output == "average":
+        raise ValueError("output='average' needs a dense histogram (an average of factored "
+                         "models is not one); use output='last'")
+    if getattr(config.round_selection, "requires_dense", False):  # type: ignore[attr-defined]
+        raise ValueError(f"selection={config.round_selection.name!r} needs a dense histogram "  # type: ignore[attr-defined]
+                         f"and the domain has {domain.size} cells; use selection='exponential'")
+    if config.max_clique_cells < max(domain.shape):
+        raise ValueError(f"max_clique_cells ({config.max_clique_cells}) must be at least the "
+                         f"largest attribute size ({max(domain.shape)})")
+    return model
+
+
+def _within_cap(setup: MWEMSetup, workload: LinearWorkload, cap: int) -> MWEMSetup:
+    """Leave out candidates whose own marginal is above the clique cap (public)."""
+    shape = workload.domain.shape
+    fits = np.array([math.prod(shape[a] for a in axes) <= cap
+                     for axes in marginal_axes(workload)])  # type: ignore[union-attr]
+    if not setup.group_mode:
+        fits = np.repeat(fits, np.diff(setup.offsets))
+    candidates = setup.candidates & fits
+    if not candidates.any():
+        raise ValueError(f"every candidate needs a clique above max_clique_cells = {cap}")
+    return dataclasses.replace(setup, candidates=candidates)
+
+
+def _candidate_groups(setup: MWEMSetup, workload: LinearWorkload) -> np.ndarray:
+    ids = np.flatnonzero(setup.candidates)
+    return ids if setup.group_mode else np.unique(groups_of_queries(setup.offsets, ids))
 
 
 def _progress_bar(config: MWEMConfig, seconds: float):  # -> tqdm
@@ -344,41 +444,50 @@ class _Measurement:
 
 @dataclass
 class _Run:
-    """The mutable part of a run: the state, its measurements, and a scratch histogram."""
+    """The mutable part of a run: the state and its measurements."""
 
-    state: MWState
+    state: SyntheticState
     setup: MWEMSetup
     measurements: list[_Measurement] = field(default_factory=list)
-    snapshot: np.ndarray | None = None
 
 
-def _start(dataset: object, domain: Domain, config: MWEMConfig,
-           rng: np.random.Generator) -> tuple[np.ndarray, MWState]:
-    """The true histogram and the starting state (noisy count and histogram if configured)."""
+def _start(private: PrivateView, domain: Domain, config: MWEMConfig, model: str,
+           rng: np.random.Generator) -> SyntheticState:
+    """The starting state (noisy count, and noisy histogram or 1-way marginals if configured)."""
     split = config.budget_split()
-    true_hist = dataset.histogram()  # type: ignore[attr-defined]
     if config.total is None:
-        noisy = float(Laplace(epsilon=split["count"]).release(true_hist.sum(), rng=rng))
+        noisy = float(Laplace(epsilon=split["count"]).release(private.count(), rng=rng))
         # Clipping the noisy count to the feasible range is post-processing.
         total = min(max(noisy, 1.0), MAX_RECORDS)
     else:
         total = float(config.total)
+    if model == "dense":
+        if config.init == "noisy-histogram":
+            noisy_hist = Laplace(epsilon=split["init"]).release(private.histogram(), rng=rng)
+            return MWState.from_noisy_histogram(domain, noisy_hist, total,
+                                                config.init_uniform_mix)
+        return MWState.uniform(domain, total)
+    options = {"max_clique_cells": config.max_clique_cells, "product": model == "product"}
     if config.init == "noisy-histogram":
-        noisy_hist = Laplace(epsilon=split["init"]).release(true_hist, rng=rng)
-        return true_hist, MWState.from_noisy_histogram(domain, noisy_hist, total,
-                                                       config.init_uniform_mix)
-    return true_hist, MWState.uniform(domain, total)
+        # One record moves each of the d 1-way marginals by 1: L1 sensitivity d, all at once.
+        one_way = private.one_way()
+        noisy = Laplace(epsilon=split["init"], sensitivity=float(len(domain))).release(
+            np.concatenate([m.reshape(-1) for m in one_way]), rng=rng)
+        parts = np.split(noisy, np.cumsum([m.size for m in one_way])[:-1])
+        return FactoredState.from_noisy_marginals(domain, parts, total, config.init_uniform_mix,
+                                                  **options)
+    return FactoredState(domain, total, **options)  # type: ignore[arg-type]
 
 
-def _run(dataset: object, workload: LinearWorkload, domain: Domain, config: MWEMConfig,
-         setup: MWEMSetup, rng: np.random.Generator, accountant: Accountant,
+def _run(private: PrivateView, workload: LinearWorkload, domain: Domain, config: MWEMConfig,
+         setup: MWEMSetup, model: str, rng: np.random.Generator, accountant: Accountant,
          bar: object, schema: object) -> MWEMResult:
     split = config.budget_split()
-    true_hist, state = _start(dataset, domain, config, rng)
+    state = _start(private, domain, config, model, rng)
     chooser = setup.selection.prepare(
-        workload, true_hist, epsilon=split["select"], group_mode=setup.group_mode,
+        workload, private, epsilon=split["select"], group_mode=setup.group_mode,
         sensitivities=setup.sensitivities, penalties=setup.penalties)
-    del true_hist  # the chooser keeps what its rounds need (all answers, or the histogram)
+    private.release()  # the chooser keeps what its rounds need (all answers, or the histogram)
 
     run = _Run(state, setup)
     available = setup.candidates.copy()
@@ -386,7 +495,7 @@ def _run(dataset: object, workload: LinearWorkload, domain: Domain, config: MWEM
     iterates = np.zeros(domain.size) if config.output == "average" else None
     for t in range(1, config.rounds + 1):
         started = time.perf_counter()
-        choice = chooser.choose(state.distribution, state.total, available, rng)
+        choice = chooser.choose(state, _selectable(run, workload, available), rng)
         if config.exclude_measured:
             available[choice] = False
         queries = workload.group_queries(choice) if setup.group_mode else slice(choice, choice + 1)
@@ -397,7 +506,7 @@ def _run(dataset: object, workload: LinearWorkload, domain: Domain, config: MWEM
         _update(run, workload, run.measurements[-1])
         passes = _reuse(run, workload, config)
         if iterates is not None:
-            iterates += state.distribution
+            iterates += state.distribution  # type: ignore[attr-defined]
         trace.append(RoundRecord(
             round=t,
             selected=choice,
@@ -410,12 +519,19 @@ def _run(dataset: object, workload: LinearWorkload, domain: Domain, config: MWEM
         if bar is not None:
             bar.set_postfix(reuse_passes=passes, refresh=False)  # type: ignore[attr-defined]
             bar.update()  # type: ignore[attr-defined]
-    distribution = state.distribution if iterates is None else iterates
-    histogram = distribution * (state.total / distribution.sum())
+    import os
+    final = int(os.environ.get("FM_FINAL", "0"))
+    if final:
+        _reuse(run, workload, dataclasses.replace(config, reuse_passes=final))
+    if isinstance(state, MWState):
+        distribution = state.distribution if iterates is None else iterates
+        histogram, factored = distribution * (state.total / distribution.sum()), None
+    else:
+        histogram, factored = None, state
     return MWEMResult(
         domain=domain,
         workload=workload,
-        histogram=histogram,
+        histogram=histogram,  # type: ignore[arg-type]
         total=state.total,
         selected=tuple(m.group for m in run.measurements),
         measurements=tuple(m.values for m in run.measurements),
@@ -424,7 +540,28 @@ def _run(dataset: object, workload: LinearWorkload, domain: Domain, config: MWEM
         privacy=accountant.spent(),
         trace=tuple(trace),
         schema=schema,
+        model=factored,
     )
+
+
+def _selectable(run: _Run, workload: LinearWorkload, available: np.ndarray) -> np.ndarray:
+    """The candidates the state can measure this round (its structure is public).
+
+    A factored state cannot measure a group whose clique would pass its cap. Should that leave
+    no candidate, groups measured before (always measurable) may be measured again.
+    """
+    if isinstance(run.state, MWState):
+        return available
+    setup = run.setup
+    for mask in (available, setup.candidates):
+        ids = np.flatnonzero(mask)
+        groups = ids if setup.group_mode else groups_of_queries(setup.offsets, ids)
+        ok = run.state.measurable(workload, groups)
+        if ok.any():
+            out = np.zeros_like(mask)
+            out[ids[ok]] = True
+            return out
+    raise AssertionError("measured groups are always measurable")  # pragma: no cover
 
 
 def _update(run: _Run, workload: LinearWorkload, measurement: _Measurement) -> None:
@@ -439,25 +576,16 @@ def _reuse(run: _Run, workload: LinearWorkload, config: MWEMConfig) -> int:
     """Up to ``reuse_passes`` passes over all measurements; return how many ran.
 
     Passes stop once one moves the distribution by less than ``reuse_tolerance`` in L1,
-    measured against a snapshot taken before the pass (one extra histogram). The net movement
-    of a pass is what counts: once the updates only go round in a cycle (noisy measurements
-    are never quite consistent), further passes change nothing.
+    measured against a checkpoint taken before the pass (for a factored state, the sum over its
+    cliques of how far their marginals moved). The net movement of a pass is what counts: once
+    the updates only go round in a cycle (noisy measurements are never quite consistent),
+    further passes change nothing.
     """
     tolerance = config.reuse_tolerance
     for done in range(1, config.reuse_passes + 1):
-        if tolerance > 0:
-            if run.snapshot is None:
-                run.snapshot = np.empty_like(run.state.distribution)
-            np.copyto(run.snapshot, run.state.distribution)
+        checkpoint = run.state.checkpoint() if tolerance > 0 else None
         for m in run.measurements:
             _update(run, workload, m)
-        if tolerance > 0 and _distance(run.state.distribution, run.snapshot) < tolerance:
+        if tolerance > 0 and run.state.moved(checkpoint) < tolerance:
             return done
     return config.reuse_passes
-
-
-def _distance(current: np.ndarray, scratch: np.ndarray) -> float:
-    """``sum |current - scratch|``, computed in ``scratch`` (which it overwrites)."""
-    np.subtract(current, scratch, out=scratch)
-    np.abs(scratch, out=scratch)
-    return float(scratch.sum())
