@@ -12,7 +12,13 @@ from fastmwem.accounting import Accountant
 from fastmwem.cli import CLIError, warn_seeded
 from fastmwem.cli._io import check_input_file, check_paths, read_text_file, staged_outputs
 from fastmwem.data import Dataset, Domain
-from fastmwem.evaluation import relative_entropy, workload_error
+from fastmwem.evaluation import (
+    answer_error,
+    relative_entropy,
+    relative_entropy_of_records,
+    workload_error,
+)
+from fastmwem.release._private import answers_from_marginals
 from fastmwem.release.mwem import MWEMConfig, mwem
 from fastmwem.release.result import MWEMResult
 from fastmwem.workloads.base import LinearWorkload
@@ -165,7 +171,7 @@ def run(args: argparse.Namespace) -> int:
         warn_seeded("synth", '; the report says "private": false' if args.report else "")
     records = result.sample(args.rows, rng=None if args.seed is None else args.seed + 1)
 
-    evaluation = _evaluate(dataset, result.histogram, workload) if args.evaluate else None
+    evaluation = _evaluate(dataset, result, workload) if args.evaluate else None
     with staged_outputs() as outputs:
         outputs.write_csv(records, args.out, "--out")
         if args.report:
@@ -208,9 +214,17 @@ def _options(config: MWEMConfig) -> dict[str, object]:
     }
 
 
-def _evaluate(dataset: Dataset, synthetic: object, workload: LinearWorkload) -> dict[str, float]:
+def _evaluate(dataset: Dataset, result: MWEMResult, workload: LinearWorkload
+              ) -> dict[str, float]:
+    if result.model is not None:
+        # A factored model: the real data as marginals, the synthetic answers by inference.
+        true = answers_from_marginals(workload, dataset) / len(dataset)
+        evaluation = answer_error(true, result.answer(workload) / result.total, workload)
+        evaluation["relative_entropy"] = relative_entropy_of_records(
+            dataset.records, result.model.log_probability)  # type: ignore[attr-defined]
+        return evaluation
     true_hist = dataset.histogram()
-    evaluation = workload_error(true_hist, synthetic, workload)  # type: ignore[arg-type]
-    evaluation["relative_entropy"] = relative_entropy(true_hist, synthetic)  # type: ignore[arg-type]
+    evaluation = workload_error(true_hist, result.histogram, workload)  # type: ignore[arg-type]
+    evaluation["relative_entropy"] = relative_entropy(true_hist, result.histogram)  # type: ignore[arg-type]
     return evaluation
 

@@ -9,6 +9,7 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
+from fastmwem.data import domain as _domain
 from fastmwem.data._checks import (
     check_columns,
     check_frame,
@@ -17,7 +18,6 @@ from fastmwem.data._checks import (
     to_numbers,
 )
 from fastmwem.data.csvfile import read_csv_columns
-from fastmwem.data import domain as _domain
 from fastmwem.data.domain import Domain, check_dense
 
 __all__ = ["Dataset", "codes_array", "dense_cell_limit"]

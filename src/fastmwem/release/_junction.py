@@ -141,6 +141,18 @@ class JunctionTree:
                 out.append(order)
         return out
 
+    def walk_order(self) -> dict[int, int]:
+        """Position of each clique in a depth-first walk of each component."""
+        rank: dict[int, int] = {}
+        for order in self.components():
+            stack = [order[0]]
+            while stack:
+                v = stack.pop()
+                if v not in rank:
+                    rank[v] = len(rank)
+                    stack.extend(sorted(self.cliques[v].neighbours - rank.keys(), reverse=True))
+        return rank
+
     def _bfs(self, start: int) -> tuple[list[int], dict[int, int | None]]:
         """Cliques of ``start``'s component breadth first, and their parents towards it."""
         parent: dict[int, int | None] = {start: None}
@@ -325,10 +337,11 @@ class JunctionTree:
             return self.covering(plan.axes)  # type: ignore[return-value]
         self.calibrate()
         if self.product:
-            target = self._merge_product([v for v, _ in plan.merges])
+            self._merge_product([v for v, _ in plan.merges])
         else:
             targets = [self._grow(target, additions) for target, additions in plan.merges]
-            target = self._join(plan.axes, targets) if plan.join else targets[0]
+            if plan.join:
+                self._join(plan.axes, targets)
         self._reroot_all()
         return self.covering(plan.axes)  # type: ignore[return-value]
 
@@ -387,6 +400,23 @@ class JunctionTree:
         return cid
 
     # -- records -------------------------------------------------------------------------------
+    def log_probability(self, codes: np.ndarray) -> np.ndarray:
+        """``log P(x)`` of each record (row of codes): cliques' logs less separators' logs."""
+        self.calibrate()
+        out = np.zeros(codes.shape[0])
+        with np.errstate(divide="ignore"):
+            for order in self.components():
+                parent = self._bfs(order[0])[1]
+                for v in order:
+                    clique = self.cliques[v]
+                    out += np.log(clique.table[tuple(codes[:, a] for a in clique.axes)])
+                    if parent[v] is not None:
+                        sep = self._separator(parent[v], v)  # type: ignore[arg-type]
+                        if sep:
+                            table = marginalise(clique.table, clique.axes, sep)
+                            out -= np.log(table[tuple(codes[:, a] for a in sep)])
+        return out
+
     def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """``n`` records as an ``(n, d)`` array of codes, drawn clique by clique down each tree."""
         self.calibrate()

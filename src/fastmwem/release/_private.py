@@ -58,7 +58,8 @@ class PrivateView:
             ``marginals`` for factored ones).
         workload: the run's workload.
         dense: whether the run keeps a dense histogram.
-        groups: the groups that may ever be selected (factored runs read only their marginals).
+        groups: the groups that may ever be selected (factored runs read only their
+            marginals); may be narrowed before :meth:`answers` is called.
     """
 
     def __init__(self, dataset: object, workload: LinearWorkload, *, dense: bool,
@@ -66,7 +67,7 @@ class PrivateView:
         self._dataset = dataset
         self._workload = workload
         self.dense = dense
-        self._groups = groups
+        self.groups = groups
         self._histogram: np.ndarray | None = None
 
     def histogram(self) -> np.ndarray:
@@ -92,7 +93,7 @@ class PrivateView:
     def answers(self) -> np.ndarray:
         if self.dense:
             return self._workload.answer(self.histogram())
-        return answers_from_marginals(self._workload, self._dataset, self._groups)
+        return answers_from_marginals(self._workload, self._dataset, self.groups)
 
     def release(self) -> None:
         """Drop the cached histogram (the chooser keeps what its rounds need)."""

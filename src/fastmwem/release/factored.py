@@ -36,7 +36,7 @@ from fastmwem.workloads.base import LinearWorkload
 __all__ = ["FactoredState", "DEFAULT_MAX_CLIQUE_CELLS", "marginal_axes"]
 
 #: Default cap on the cells of one clique of a factored state.
-DEFAULT_MAX_CLIQUE_CELLS = 2**18
+DEFAULT_MAX_CLIQUE_CELLS = 2**16
 
 
 def marginal_axes(workload: LinearWorkload) -> list[tuple[int, ...]] | None:
@@ -224,6 +224,16 @@ class FactoredState:
         mw_query_step(table, sub, local, position, measured, self.total)
 
     # -- reuse passes and records ----------------------------------------------------------------
+    def pass_order(self, workload: LinearWorkload, groups: list[int]) -> list[int]:
+        """Measurements grouped by clique, cliques in depth-first tree order.
+
+        Consecutive updates in one clique need no message; a depth-first walk passes each
+        message of the tree at most twice per reuse pass.
+        """
+        rank = self.tree.walk_order()
+        keys = [rank[self._clique_for(self._group_axes(workload, g))] for g in groups]
+        return sorted(range(len(groups)), key=lambda i: (keys[i], i))
+
     def checkpoint(self) -> tuple[int, dict[int, np.ndarray]]:
         self.tree.calibrate()
         return self._structure, {c: k.table.copy() for c, k in self.tree.cliques.items()}
@@ -235,6 +245,10 @@ class FactoredState:
             return math.inf
         self.tree.calibrate()
         return float(sum(np.abs(k.table - tables[c]).sum() for c, k in self.tree.cliques.items()))
+
+    def log_probability(self, codes: np.ndarray) -> np.ndarray:
+        """``log p(x)`` of each row of integer codes (``-inf`` where the model puts no mass)."""
+        return self.tree.log_probability(np.asarray(codes, dtype=np.int64))
 
     def sample(self, n: int, rng: np.random.Generator) -> pd.DataFrame:
         codes = self.tree.sample(n, rng)

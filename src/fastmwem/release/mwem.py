@@ -29,10 +29,11 @@ from fastmwem.data.domain import Domain, check_dense
 from fastmwem.mechanisms.laplace import Laplace
 from fastmwem.mechanisms.seeding import warn_if_seeded
 from fastmwem.random import make_rng
+from fastmwem.release._candidates import CANDIDATE_SETS, closure_workload
 from fastmwem.release._private import PrivateView
 from fastmwem.release._setup import MWEMSetup, prepare
 from fastmwem.release.factored import DEFAULT_MAX_CLIQUE_CELLS, FactoredState, marginal_axes
-from fastmwem.release.resources import mwem_resources
+from fastmwem.release.resources import _FACTORED_FINAL_PASSES, mwem_resources
 from fastmwem.release.result import MWEMResult, RoundRecord
 from fastmwem.release.selection import RoundSelection, resolve_selection
 from fastmwem.release.state import MAX_RECORDS, MWState, SyntheticState
@@ -43,6 +44,12 @@ __all__ = ["mwem", "MWEMConfig", "mwem_privacy_plan", "choose_model", "MAX_REUSE
 
 #: Largest number of reuse passes per round.
 MAX_REUSE_PASSES = 1000
+
+#: Largest number of final reuse passes.
+MAX_FINAL_PASSES = 100_000
+
+#: Final reuse passes of a factored run (``MWEMConfig.final_passes=None``).
+FINAL_PASSES_FACTORED = _FACTORED_FINAL_PASSES
 
 #: The synthetic models a run can keep (``MWEMConfig.model``).
 MODELS = ("auto", "dense", "junction-tree", "product")
@@ -100,6 +107,15 @@ class MWEMConfig:
         max_clique_cells: the largest clique (cells) of a factored model. Groups whose
             measurement would need a larger clique are left out of the selection; which ones
             follows from the domain and the groups already selected (public).
+        candidates: what a round may select: ``"workload"`` (its groups), ``"closure"`` (also
+            the marginals on subsets of each marginal group's attributes, which are cheaper to
+            measure; :mod:`fastmwem.release._candidates`), or ``"auto"``: the closure for a
+            factored model of a marginal workload, else the workload.
+        final_passes: reuse passes over all measurements after the last round (stopping early
+            as ``reuse_tolerance`` says; at most ``MAX_FINAL_PASSES``), so that the last
+            measurements are fitted as well as the first; ``None``: none for a dense model,
+            ``FINAL_PASSES_FACTORED`` for a factored one, whose large marginals
+            multiplicative weights fits slowly.
 
     Each step's share of epsilon must leave a finite noise scale: a tiny epsilon spread over many
     rounds is refused here, with the share named, rather than failing after the charge.
@@ -123,6 +139,8 @@ class MWEMConfig:
     count_fraction: float = 0.01
     model: str = "auto"
     max_clique_cells: int = DEFAULT_MAX_CLIQUE_CELLS
+    candidates: str = "auto"
+    final_passes: int | None = None
 
     def __post_init__(self) -> None:
         check_epsilon(self.epsilon)
@@ -134,6 +152,9 @@ class MWEMConfig:
         _choice(self.output, "output", ("last", "average"))
         _choice(self.model, "model", MODELS)
         check_int(self.max_clique_cells, "max_clique_cells", minimum=1)
+        _choice(self.candidates, "candidates", CANDIDATE_SETS)
+        if self.final_passes is not None:
+            check_int(self.final_passes, "final_passes", minimum=0, maximum=MAX_FINAL_PASSES)
         # The resolved selection object is public configuration, derived once.
         object.__setattr__(self, "round_selection",
                            resolve_selection(self.selection, index=self.index, k=self.top_k))
@@ -261,6 +282,15 @@ def mwem(
     :class:`~fastmwem.release.MWState` for its numerically safe form), followed by up to
     ``reuse_passes`` passes over all measurements so far.
 
+    The synthetic distribution is a dense histogram when the domain allows one; on a larger
+    domain (above ``MAX_DENSE_CELLS`` or the memory) it is a junction tree of clique tables
+    (:class:`~fastmwem.release.factored.FactoredState`, mwem.txt s.4 and beyond): the same
+    updates, applied inside cliques, answers by inference, records sampled clique by clique, and
+    the data read only as marginals. Such a run needs a workload with marginal structure; it
+    selects among the workload's marginals and their sub-marginals (``candidates``), leaves out
+    groups whose clique would pass ``max_clique_cells``, and fits all measurements again after
+    the last round (``final_passes``). See :class:`MWEMConfig`.
+
     Privacy: ``epsilon``-DP (pure) under add/remove-one-record neighbours, by basic composition of
     the plan in :func:`mwem_privacy_plan`. Sensitivity: one record moves each query answer by at
     most ``workload.query_sensitivity`` and each group's answers by at most its
@@ -274,7 +304,9 @@ def mwem(
     scale, and the memory the run needs (:func:`~fastmwem.release.mwem_resources`).
 
     Args:
-        dataset: a :class:`fastmwem.data.Dataset` (anything with ``domain`` and ``histogram()``).
+        dataset: a :class:`fastmwem.data.Dataset`, or anything with ``domain`` and
+            ``histogram()`` (dense runs) or ``marginal(names)`` / ``marginals(list of names)``
+            (factored runs).
         workload: linear queries over the same domain.
         epsilon: total privacy budget.
         rounds: number of rounds T.
@@ -302,9 +334,10 @@ def mwem(
         check_int(memory_limit, "memory_limit", minimum=1)
     model = choose_model(config, workload, memory_limit)
     check_dataset(dataset, model)
-    setup = prepare(config, workload)
+    measured = candidate_workload(config, workload, model)
+    setup = prepare(config, measured)
     if model != "dense":
-        setup = _within_cap(setup, workload, config.max_clique_cells)
+        setup = _within_cap(setup, measured, config.max_clique_cells)
     if config.exclude_measured and config.rounds > setup.n_candidates:
         raise ValueError(
             f"rounds ({config.rounds}) exceeds the {setup.n_candidates} candidate "
@@ -317,7 +350,7 @@ def mwem(
         raise TypeError(f"accountant must be an Accountant, got {type(accountant).__name__}")
     if schema is not None and getattr(schema, "domain", None) != domain:
         raise ValueError("schema must describe the dataset's domain")
-    resources = mwem_resources(config, workload, model=model)
+    resources = mwem_resources(config, measured, model=model)
     check_memory(resources.memory_bytes, f"MWEM ({model}) on {resources.cells} cells",
                  memory_limit)
     generator = make_rng(rng)
@@ -329,10 +362,12 @@ def mwem(
         progress = resources.seconds > PROGRESS_SECONDS and sys.stderr.isatty()
     bar = _progress_bar(config, resources.seconds) if progress else None
     try:
-        private = PrivateView(dataset, workload, dense=model == "dense",
-                              groups=_candidate_groups(setup, workload))
-        result = _run(private, workload, domain, config, setup, model, generator, accountant,
+        private = PrivateView(dataset, measured, dense=model == "dense",
+                              groups=_candidate_groups(setup, measured))
+        result = _run(private, measured, domain, config, setup, model, generator, accountant,
                       bar, schema)
+        if measured is not workload:
+            result = dataclasses.replace(result, workload=workload, measured_workload=measured)
         return dataclasses.replace(result, seeded=True) if seeded else result
     finally:
         if bar is not None:
@@ -410,6 +445,18 @@ def choose_model(config: MWEMConfig, workload: LinearWorkload,
     return model
 
 
+def candidate_workload(config: MWEMConfig, workload: LinearWorkload,
+                       model: str) -> LinearWorkload:
+    """The workload whose groups the rounds select from (see ``MWEMConfig.candidates``)."""
+    wanted = config.candidates
+    if wanted == "auto":
+        wanted = "workload" if model == "dense" else "closure"
+    if wanted == "workload":
+        return workload
+    closure = closure_workload(workload)
+    return workload if closure is None else closure
+
+
 def _within_cap(setup: MWEMSetup, workload: LinearWorkload, cap: int) -> MWEMSetup:
     """Leave out candidates whose own marginal is above the clique cap (public)."""
     shape = workload.domain.shape
@@ -420,6 +467,21 @@ def _within_cap(setup: MWEMSetup, workload: LinearWorkload, cap: int) -> MWEMSet
     candidates = setup.candidates & fits
     if not candidates.any():
         raise ValueError(f"every candidate needs a clique above max_clique_cells = {cap}")
+    return dataclasses.replace(setup, candidates=candidates)
+
+
+def _worth_measuring(setup: MWEMSetup, total: float) -> MWEMSetup:
+    """Leave out candidates that another candidate always outscores (factored runs).
+
+    A candidate's score is its L1 error, at most about ``2 * total`` (the synthetic and the
+    true counts), less its penalty; one whose penalty exceeds the smallest penalty by more than
+    that never scores above the candidate with the smallest penalty, whose score is at least
+    minus its penalty. Decided from public values (the penalties and the released count), it
+    saves inferring marginals whose measurement would drown in noise.
+    """
+    penalties = setup.penalties
+    floor = float(penalties[setup.candidates].min())
+    candidates = setup.candidates & (penalties <= floor + 2.0 * total)
     return dataclasses.replace(setup, candidates=candidates)
 
 
@@ -484,6 +546,9 @@ def _run(private: PrivateView, workload: LinearWorkload, domain: Domain, config:
          bar: object, schema: object) -> MWEMResult:
     split = config.budget_split()
     state = _start(private, domain, config, model, rng)
+    if model != "dense":
+        setup = _worth_measuring(setup, state.total)
+        private.groups = _candidate_groups(setup, workload)
     chooser = setup.selection.prepare(
         workload, private, epsilon=split["select"], group_mode=setup.group_mode,
         sensitivities=setup.sensitivities, penalties=setup.penalties)
@@ -504,7 +569,7 @@ def _run(private: PrivateView, workload: LinearWorkload, domain: Domain, config:
         run.measurements.append(_Measurement(choice, queries, values))
 
         _update(run, workload, run.measurements[-1])
-        passes = _reuse(run, workload, config)
+        passes = _reuse(run, workload, config, config.reuse_passes)
         if iterates is not None:
             iterates += state.distribution  # type: ignore[attr-defined]
         trace.append(RoundRecord(
@@ -519,10 +584,10 @@ def _run(private: PrivateView, workload: LinearWorkload, domain: Domain, config:
         if bar is not None:
             bar.set_postfix(reuse_passes=passes, refresh=False)  # type: ignore[attr-defined]
             bar.update()  # type: ignore[attr-defined]
-    import os
-    final = int(os.environ.get("FM_FINAL", "0"))
-    if final:
-        _reuse(run, workload, dataclasses.replace(config, reuse_passes=final))
+    final = config.final_passes
+    if final is None:
+        final = 0 if model == "dense" else FINAL_PASSES_FACTORED
+    _reuse(run, workload, config, final)
     if isinstance(state, MWState):
         distribution = state.distribution if iterates is None else iterates
         histogram, factored = distribution * (state.total / distribution.sum()), None
@@ -572,8 +637,8 @@ def _update(run: _Run, workload: LinearWorkload, measurement: _Measurement) -> N
                                float(measurement.values[0]), offsets=run.setup.offsets)
 
 
-def _reuse(run: _Run, workload: LinearWorkload, config: MWEMConfig) -> int:
-    """Up to ``reuse_passes`` passes over all measurements; return how many ran.
+def _reuse(run: _Run, workload: LinearWorkload, config: MWEMConfig, passes: int) -> int:
+    """Up to ``passes`` passes over all measurements; return how many ran.
 
     Passes stop once one moves the distribution by less than ``reuse_tolerance`` in L1,
     measured against a checkpoint taken before the pass (for a factored state, the sum over its
@@ -582,10 +647,14 @@ def _reuse(run: _Run, workload: LinearWorkload, config: MWEMConfig) -> int:
     further passes change nothing.
     """
     tolerance = config.reuse_tolerance
-    for done in range(1, config.reuse_passes + 1):
+    offsets = run.setup.offsets
+    groups = [m.group if run.setup.group_mode else groups_of_queries(offsets, m.queries.start)
+              for m in run.measurements]
+    order = [run.measurements[i] for i in run.state.pass_order(workload, groups)]
+    for done in range(1, passes + 1):
         checkpoint = run.state.checkpoint() if tolerance > 0 else None
-        for m in run.measurements:
+        for m in order:
             _update(run, workload, m)
         if tolerance > 0 and run.state.moved(checkpoint) < tolerance:
             return done
-    return config.reuse_passes
+    return passes

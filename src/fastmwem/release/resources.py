@@ -107,6 +107,9 @@ _FACTORED_PER_QUERY_ARRAYS = 5
 _FACTORED_MODEL_COPIES = 3
 _SECONDS_PER_FACTORED_UPDATE = 1e-4
 _SECONDS_PER_FACTORED_QUERY = 1e-7
+# MWEMConfig.final_passes=None on a factored model (kept equal to mwem.FINAL_PASSES_FACTORED;
+# resources cannot import mwem, which imports it).
+_FACTORED_FINAL_PASSES = 1000
 
 
 def _factored_resources(config: object, workload: LinearWorkload) -> MWEMResources:
@@ -120,7 +123,9 @@ def _factored_resources(config: object, workload: LinearWorkload) -> MWEMResourc
                    + _FACTORED_MODEL_COPIES * model)
               + rounds * (_BYTES_PER_ROUND + 8 * int(np.diff(workload.group_offsets).max())))
     passes = int(config.reuse_passes)  # type: ignore[attr-defined]
-    updates = rounds + passes * rounds * (rounds + 1) // 2
+    final = getattr(config, "final_passes", None)
+    final = _FACTORED_FINAL_PASSES if final is None else int(final)
+    updates = rounds + passes * rounds * (rounds + 1) // 2 + final * rounds
     seconds = (updates * _SECONDS_PER_FACTORED_UPDATE
                + rounds * queries * _SECONDS_PER_FACTORED_QUERY)
     return MWEMResources(int(workload.domain.size), queries, groups, int(memory), updates,

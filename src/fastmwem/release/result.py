@@ -48,6 +48,8 @@ class MWEMResult:
         schema: the public Schema that decodes sampled records, if one was given.
         seeded: whether the run drew its noise from an integer seed; anyone who knows the seed
             can remove the noise, so such a result is not private (its report says so).
+        measured_workload: the workload whose groups ``selected`` and the trace index, when it
+            is not ``workload`` (a factored run may also measure sub-marginals), else ``None``.
         model: the factored synthetic distribution
             (:class:`~fastmwem.release.factored.FactoredState`) of a run on a large domain, or
             ``None`` when ``histogram`` holds it.
@@ -66,6 +68,7 @@ class MWEMResult:
     schema: object = None
     seeded: bool = False
     model: SyntheticState | None = None
+    measured_workload: LinearWorkload | None = None
 
     @property
     def distribution(self) -> np.ndarray:

@@ -73,6 +73,10 @@ class SyntheticState(Protocol):
         """Multiplicative-weights step for one measured query."""
         ...
 
+    def pass_order(self, workload: LinearWorkload, groups: list[int]) -> list[int]:
+        """The order in which a reuse pass applies measurements of ``groups`` (positions)."""
+        ...
+
     def checkpoint(self) -> object:
         """A snapshot for :meth:`moved` (may reuse one buffer: only the latest is valid)."""
         ...
@@ -230,6 +234,10 @@ class MWState:
                       measured, self.total)
 
     # -- reuse passes and records ----------------------------------------------------------------
+    def pass_order(self, workload: LinearWorkload, groups: list[int]) -> list[int]:
+        """Measurements in the order they were taken."""
+        return list(range(len(groups)))
+
     def checkpoint(self) -> np.ndarray:
         if self._scratch is None:
             self._scratch = np.empty_like(self.distribution)
