@@ -51,7 +51,7 @@ class Plan:
             towards it, ``(target, ((attribute, path), ...))``; in product mode, the cliques
             merged into one.
         join: whether a new clique on ``axes`` joins several components.
-        largest: cells of the largest clique afterwards.
+        largest: cells of the largest clique the plan creates or grows (0 if none).
     """
 
     axes: tuple[int, ...]
@@ -75,6 +75,8 @@ class JunctionTree:
         self.product = product
         self.cliques: dict[int, Clique] = {}
         self._holding: list[set[int]] = [set() for _ in self.shape]
+        #: Per attribute, bumped whenever its component changes structure.
+        self.stamps = [0] * len(self.shape)
         self._next = 0
         self._components: list[list[int]] | None = None
         self._component_index: dict[int, int] = {}
@@ -223,7 +225,7 @@ class JunctionTree:
             self.make_root(cid)
             clique = self.cliques[cid]
             return np.ascontiguousarray(marginalise(clique.table, clique.axes, axes))
-        parts = [(here, self._component_marginal(here)) for _, here in self._by_component(axes)]
+        parts = [(here, self._component_marginal(here)) for _, here in self.split(axes)]
         return outer(parts)[1]
 
     def _component_marginal(self, axes: tuple[int, ...]) -> np.ndarray:
@@ -268,27 +270,28 @@ class JunctionTree:
 
     # -- structure -----------------------------------------------------------------------------
     def plan(self, axes: tuple[int, ...]) -> Plan:
-        """How :meth:`absorb` would bring ``axes`` into one clique (structure only)."""
+        """How :meth:`absorb` would bring ``axes`` into one clique (structure only).
+
+        The plan depends only on the components holding ``axes``: it stays valid while their
+        attributes' :attr:`stamps` do not change.
+        """
         if self.covering(axes) is not None:
-            return Plan(axes, True, largest=max(self.cells(c.axes) for c in self.cliques.values()))
-        groups = self._by_component(axes)
-        sizes = {c: self.cells(k.axes) for c, k in self.cliques.items()}
-        merges = []
+            return Plan(axes, True)
+        groups = self.split(axes)
         if self.product:
             # Each component is one clique: merge the touched ones into their product.
             touched = [order[0] for order, _ in groups]
             union = tuple(sorted(a for v in touched for a in self.cliques[v].axes))
-            largest = max(self.cells(union), *sizes.values())
-            return Plan(axes, False, tuple((v, ()) for v in touched), False, largest)
+            return Plan(axes, False, tuple((v, ()) for v in touched), False, self.cells(union))
+        merges = []
+        largest = self.cells(axes) if len(groups) > 1 else 0
         for order, here in groups:
             target, additions, grown = self._best_target(order, here)
             merges.append((target, additions))
-            sizes.update(grown)
-        join = len(groups) > 1
-        largest = max(list(sizes.values()) + ([self.cells(axes)] if join else []))
-        return Plan(axes, False, tuple(merges), join, largest)
+            largest = max(largest, *grown.values()) if grown else largest
+        return Plan(axes, False, tuple(merges), len(groups) > 1, largest)
 
-    def _by_component(self, axes: tuple[int, ...]) -> list[tuple[list[int], tuple[int, ...]]]:
+    def split(self, axes: tuple[int, ...]) -> list[tuple[list[int], tuple[int, ...]]]:
         """The components holding some of ``axes``, each with the axes it holds."""
         orders = self.components()
         index = self._component_index
@@ -335,6 +338,10 @@ class JunctionTree:
         """Apply ``plan``; return the clique that now holds its axes. Keeps the distribution."""
         if plan.covered:
             return self.covering(plan.axes)  # type: ignore[return-value]
+        touched = {a for order, _ in self.split(plan.axes) for v in order
+                   for a in self.cliques[v].axes}
+        for a in touched:
+            self.stamps[a] += 1
         self.calibrate()
         if self.product:
             self._merge_product([v for v, _ in plan.merges])

@@ -30,6 +30,7 @@ import pandas as pd
 from fastmwem._validation import check_int
 from fastmwem.data.domain import Domain
 from fastmwem.release._junction import JunctionTree, Plan
+from fastmwem.release._tables import outer
 from fastmwem.release.state import group_of, mw_group_step, mw_query_step, noisy_start
 from fastmwem.workloads.base import LinearWorkload
 
@@ -86,11 +87,12 @@ class FactoredState:
         self._version = 0  # bumped by every change of the distribution or the structure
         self._marginals: dict[tuple[int, ...], np.ndarray] = {}
         self._marginals_version = 0
-        self._plans: dict[tuple[int, ...], Plan] = {}
-        self._plans_structure = 0
+        self._plans: dict[tuple[int, ...], tuple[tuple[int, ...], Plan]] = {}
         self._structure = 0
         self._subs: dict[tuple[int, tuple[int, ...]], tuple[LinearWorkload, int]] = {}
         self._subs_of: object = None
+        self._axes: dict[int, tuple[int, ...]] = {}
+        self._axes_of: object = None
 
     @classmethod
     def from_noisy_marginals(cls, domain: Domain, noisy: list[np.ndarray], total: float,
@@ -126,18 +128,29 @@ class FactoredState:
             self._marginals_version = self._version
         table = self._marginals.get(axes)
         if table is None:
-            table = self.tree.marginal(axes)
+            parts = self.tree.split(axes)
+            if len(parts) == 1:
+                table = self.tree.marginal(axes)
+            else:  # independent components: the product of their (cached) marginals
+                table = outer([(here, self.marginal(here)) for _, here in parts])[1]
             self._marginals[axes] = table
         return table
 
     def _group_axes(self, workload: LinearWorkload, group: int) -> tuple[int, ...]:
-        own = getattr(workload, "group_attributes", None)
-        axes = None if own is None else own(group)
+        """The attributes of ``group`` (cached per workload: every round asks for all)."""
+        if self._axes_of is not workload:
+            self._axes.clear()
+            self._axes_of = workload
+        axes = self._axes.get(group)
         if axes is None:
-            raise TypeError(
-                f"a factored state needs a workload with a marginal structure; "
-                f"{type(workload).__name__} group {group} spans no known attributes")
-        return tuple(axes)
+            own = getattr(workload, "group_attributes", None)
+            found = None if own is None else own(group)
+            if found is None:
+                raise TypeError(
+                    f"a factored state needs a workload with a marginal structure; "
+                    f"{type(workload).__name__} group {group} spans no known attributes")
+            axes = self._axes[group] = tuple(found)
+        return axes
 
     def answer_group(self, workload: LinearWorkload, group: int) -> np.ndarray:
         axes = self._group_axes(workload, group)
@@ -153,15 +166,16 @@ class FactoredState:
 
     # -- structure -----------------------------------------------------------------------------
     def plan(self, axes: tuple[int, ...]) -> Plan:
-        """How measuring a group on ``axes`` would change the structure (cached per structure)."""
-        if self._plans_structure != self._structure:
-            self._plans.clear()
-            self._plans_structure = self._structure
-        plan = self._plans.get(axes)
-        if plan is None:
-            plan = self.tree.plan(axes)
-            self._plans[axes] = plan
-        return plan
+        """How measuring a group on ``axes`` would change the structure.
+
+        Cached while the components holding ``axes`` keep their structure.
+        """
+        stamps = tuple(self.tree.stamps[a] for a in axes)
+        cached = self._plans.get(axes)
+        if cached is None or cached[0] != stamps:
+            cached = (stamps, self.tree.plan(axes))
+            self._plans[axes] = cached
+        return cached[1]
 
     def fits(self, axes: tuple[int, ...]) -> bool:
         """Whether a group on ``axes`` can be measured without a clique above the cap."""
