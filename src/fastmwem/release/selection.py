@@ -179,19 +179,31 @@ class _ScanChooser:
         return int(candidates[self.selector.select(scores, rng=rng)])  # type: ignore[attr-defined]
 
     def _scores(self, state: object, candidates: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-        """Each candidate's L1 error on the data (capped at ``SCORE_CAP``) less its penalty."""
-        groups = candidates if self.group_mode else np.unique(groups_of_queries(offsets, candidates))
-        queries = queries_of_groups(offsets, groups)
-        errors = state.answer_groups(self.workload, groups)  # type: ignore[attr-defined]
+        """Each candidate's L1 error on the data (capped at ``SCORE_CAP``) less its penalty.
+
+        A dense state answers every query at once (sharing work between groups); any other
+        state answers only the candidates' groups, which may be far fewer and cheaper.
+        """
+        if getattr(state, "distribution", None) is not None:
+            errors = state.answer(self.workload)  # type: ignore[attr-defined]
+            true, starts = self.answers, offsets[:-1]
+            picked = candidates
+        else:
+            groups = (candidates if self.group_mode
+                      else np.unique(groups_of_queries(offsets, candidates)))
+            queries = queries_of_groups(offsets, groups)
+            errors = state.answer_groups(self.workload, groups)  # type: ignore[attr-defined]
+            true = self.answers[queries]
+            starts = np.concatenate([[0], np.cumsum(offsets[groups + 1] - offsets[groups])[:-1]])
+            picked = (np.arange(groups.size) if self.group_mode
+                      else np.searchsorted(queries, candidates))
         errors *= state.total  # type: ignore[attr-defined]
-        errors -= self.answers[queries]
+        errors -= true
         np.abs(errors, out=errors)
         if self.group_mode:
-            starts = np.concatenate([[0], np.cumsum(offsets[groups + 1] - offsets[groups])[:-1]])
             errors = np.add.reduceat(errors, starts)
-        else:
-            errors = errors[np.searchsorted(queries, candidates)]
         np.minimum(errors, SCORE_CAP, out=errors)
+        errors = errors[picked]
         errors -= self.penalties[candidates]
         return errors
 
