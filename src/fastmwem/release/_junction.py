@@ -310,29 +310,30 @@ class JunctionTree:
         cid = self.covering(axes)
         if cid is not None:
             return cid, (), {}
-        best = None
-        for target in order:
-            parent = self._bfs(target)[1]
-            depth = _depths(parent)
-            added: dict[int, set[int]] = {}
-            additions = []
-            for a in axes:
-                if a in self.cliques[target].axes:
-                    continue
-                v = min(self._holding[a], key=lambda c: (depth[c], c))
-                path = [v]
-                while parent[path[-1]] is not None:
-                    path.append(parent[path[-1]])  # type: ignore[arg-type]
-                additions.append((a, tuple(path)))
-                for u in path[1:]:
-                    added.setdefault(u, set()).add(a)
-            grown = {u: self.cells(tuple(set(self.cliques[u].axes) | extra))
-                     for u, extra in added.items()}
-            cost = (max(grown.values()), sum(grown.values()), target)
-            if best is None or cost < best[0]:
-                best = (cost, target, tuple(additions), grown)
-        assert best is not None  # noqa: S101 - a component has at least one clique
-        return best[1], best[2], best[3]
+        options = [self._grow_towards(target, axes) for target in order]
+        best = min(options, key=lambda o: (max(o[2].values()), sum(o[2].values()), o[0]))
+        return best
+
+    def _grow_towards(self, target: int, axes: tuple[int, ...]
+                      ) -> tuple[int, tuple[tuple[int, tuple[int, ...]], ...], dict[int, int]]:
+        """The paths that bring ``axes`` into ``target``, and the cells of the grown cliques."""
+        parent = self._bfs(target)[1]
+        depth = _depths(parent)
+        added: dict[int, set[int]] = {}
+        additions = []
+        for a in axes:
+            if a in self.cliques[target].axes:
+                continue
+            v = min(self._holding[a], key=lambda c: (depth[c], c))
+            path = [v]
+            while parent[path[-1]] is not None:
+                path.append(parent[path[-1]])  # type: ignore[arg-type]
+            additions.append((a, tuple(path)))
+            for u in path[1:]:
+                added.setdefault(u, set()).add(a)
+        grown = {u: self.cells(tuple(set(self.cliques[u].axes) | extra))
+                 for u, extra in added.items()}
+        return target, tuple(additions), grown
 
     def absorb(self, plan: Plan) -> int:
         """Apply ``plan``; return the clique that now holds its axes. Keeps the distribution."""
