@@ -219,3 +219,18 @@ def test_product_model_is_the_disjoint_special_case():
     result = mwem(ds, w, epsilon=1, rounds=5, rng=0, model="product")
     assert result.model.kind == "product"
     assert all(not c.neighbours for c in result.model.tree.cliques.values())
+
+
+def test_a_factored_run_spends_a_tenth_of_each_round_on_selection():
+    ds = correlated(n=1000)
+    w = Marginals.all_kway(BIG, 2)
+    result = mwem(ds, w, epsilon=1, rounds=4, rng=0)
+    select, measure = result.ledger[1].event.epsilon, result.ledger[2].event.epsilon
+    assert measure / select == pytest.approx(9, rel=1e-12)
+    assert sum(e.cost[0] for e in result.ledger) <= 1
+    plan = mwem_privacy_plan(MWEMConfig(epsilon=1, rounds=4), w)  # the model is chosen alike
+    assert [e for e, _ in plan] == [e.event for e in result.ledger]
+    even = mwem(ds, w, epsilon=1, rounds=4, rng=0, select_fraction=0.5)
+    assert even.ledger[1].event.epsilon == even.ledger[2].event.epsilon
+    with pytest.raises(ValueError, match="select_fraction must lie in"):
+        MWEMConfig(epsilon=1, select_fraction=1.0)

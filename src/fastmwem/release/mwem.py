@@ -51,6 +51,10 @@ MAX_FINAL_PASSES = 100_000
 #: Final reuse passes of a factored run (``MWEMConfig.final_passes=None``).
 FINAL_PASSES_FACTORED = _FACTORED_FINAL_PASSES
 
+#: Share of a round's epsilon a factored run spends on selection (``select_fraction=None``).
+SELECT_FRACTION_FACTORED_EXACT = Fraction(1, 10)
+SELECT_FRACTION_FACTORED = float(SELECT_FRACTION_FACTORED_EXACT)
+
 #: The synthetic models a run can keep (``MWEMConfig.model``).
 MODELS = ("auto", "dense", "junction-tree", "product")
 
@@ -111,6 +115,11 @@ class MWEMConfig:
             the marginals on subsets of each marginal group's attributes, which are cheaper to
             measure; :mod:`fastmwem.release._candidates`), or ``"auto"``: the closure for a
             factored model of a marginal workload, else the workload.
+        select_fraction: the share of each round's epsilon spent on the selection (the rest
+            measures); ``None``: 1/2 for a dense model (the paper's even split) and
+            ``SELECT_FRACTION_FACTORED`` for a factored one, whose many small candidates a
+            selection tells apart with little epsilon while each measurement needs all it can
+            get (on adult at epsilon 1: mean 2-way L1 0.085 against 0.107 with an even split).
         final_passes: reuse passes over all measurements after the last round (stopping early
             as ``reuse_tolerance`` says; at most ``MAX_FINAL_PASSES``), so that the last
             measurements are fitted as well as the first; ``None``: none for a dense model,
@@ -141,6 +150,7 @@ class MWEMConfig:
     max_clique_cells: int = DEFAULT_MAX_CLIQUE_CELLS
     candidates: str = "auto"
     final_passes: int | None = None
+    select_fraction: float | None = None
 
     def __post_init__(self) -> None:
         check_epsilon(self.epsilon)
@@ -155,6 +165,8 @@ class MWEMConfig:
         _choice(self.candidates, "candidates", CANDIDATE_SETS)
         if self.final_passes is not None:
             check_int(self.final_passes, "final_passes", minimum=0, maximum=MAX_FINAL_PASSES)
+        if self.select_fraction is not None:
+            check_probability(self.select_fraction, "select_fraction", open_right=True)
         # The resolved selection object is public configuration, derived once.
         object.__setattr__(self, "round_selection",
                            resolve_selection(self.selection, index=self.index, k=self.top_k))
@@ -180,36 +192,50 @@ class MWEMConfig:
                 f"count_fraction ({count}) and init_fraction ({init}) leave no budget for the "
                 "rounds: their sum must be < 1"
             )
-        split = self.budget_split()
-        shares = [("select", f"each round's selection (epsilon / (2 * {self.rounds} rounds))"),
-                  ("measure", f"each round's measurement (epsilon / (2 * {self.rounds} rounds))")]
-        if count:
-            shares.append(("count", "the record count (epsilon * count_fraction)"))
-        if init:
-            shares.append(("init", "the initial histogram (epsilon * init_fraction)"))
-        for key, what in shares:
-            if split[key] <= 0:
-                raise ValueError(f"epsilon={self.epsilon} leaves {what} no budget at all")
-            check_noise_scale(1.0, split[key], f"epsilon={self.epsilon} leaves {what} "
-                              f"only {split[key]:.3g}")
+        # The split may depend on the model, decided later: check every model's.
+        for model in ("dense", "junction-tree"):
+            split = self.budget_split(model)
+            select = self._select_fraction(model)
+            shares = [("select", f"each round's selection (epsilon * {select:g} / "
+                                 f"{self.rounds} rounds)"),
+                      ("measure", f"each round's measurement (epsilon * {1 - select:g} / "
+                                  f"{self.rounds} rounds)")]
+            if count:
+                shares.append(("count", "the record count (epsilon * count_fraction)"))
+            if init:
+                shares.append(("init", "the initial histogram (epsilon * init_fraction)"))
+            for key, what in shares:
+                if split[key] <= 0:
+                    raise ValueError(f"epsilon={self.epsilon} leaves {what} no budget at all")
+                check_noise_scale(1.0, split[key], f"epsilon={self.epsilon} leaves {what} "
+                                  f"only {split[key]:.3g}")
+
+    def _select_fraction(self, model: str) -> float:
+        if self.select_fraction is not None:
+            return float(self.select_fraction)
+        return 0.5 if model == "dense" else SELECT_FRACTION_FACTORED
 
     # -- the privacy plan --------------------------------------------------------------------
-    def budget_split(self) -> dict[str, float]:
+    def budget_split(self, model: str = "dense") -> dict[str, float]:
         """Epsilon of each step: the noisy count, the initial histogram, and per-round shares.
 
-        Each share is a float rounded *down* from its exact value, and the privacy plan charges
-        exactly those floats, so the plan never adds up to more than ``epsilon``.
+        ``model`` (see :func:`choose_model`) sets the default ``select_fraction``. Each share is
+        a float rounded *down* from its exact value, and the privacy plan charges exactly those
+        floats, so the plan never adds up to more than ``epsilon``.
         """
         eps = exact(self.epsilon, "epsilon")
         count = eps * exact(self.count_fraction, "count_fraction") if self.total is None else 0
         init = (eps * exact(self.init_fraction, "init_fraction")
                 if self.init == "noisy-histogram" else 0)
         per_round = (eps - count - init) / self.rounds
+        select = (exact(self.select_fraction, "select_fraction")
+                  if self.select_fraction is not None
+                  else Fraction(1, 2) if model == "dense" else SELECT_FRACTION_FACTORED_EXACT)
         return {
             "count": _float_below(Fraction(count)),
             "init": _float_below(Fraction(init)),
-            "select": _float_below(per_round / 2),
-            "measure": _float_below(per_round / 2),
+            "select": _float_below(per_round * select),
+            "measure": _float_below(per_round * (1 - select)),
         }
 
 
@@ -234,17 +260,20 @@ def _choice(value: object, name: str, options: tuple[str, ...]) -> None:
 
 
 def mwem_privacy_plan(config: MWEMConfig, workload: LinearWorkload, *,
-                      model: str = "dense") -> list[tuple[PrivacyEvent, str]]:
+                      model: str | None = None) -> list[tuple[PrivacyEvent, str]]:
     """The ordered list of ``(event, label)`` an MWEM run charges; it depends only on public input.
 
-    ``model`` (the run's resolved model, see :func:`choose_model`) only names the noisy start:
-    a histogram when dense, the 1-way marginals when factored; the events are the same.
+    ``model`` is the run's model (default: :func:`choose_model` on this machine's memory); it
+    sets the default split of each round between selection and measurement, and names the noisy
+    start (a histogram when dense, the 1-way marginals when factored).
 
     Selection rounds are :class:`~fastmwem.accounting.BoundedRange` (exponential mechanism) or
     :class:`~fastmwem.accounting.PureDP` (permute-and-flip); counts and measurements are Laplace
     (``PureDP``). The plan's pure epsilons add up to ``config.epsilon``.
     """
-    split = config.budget_split()
+    if model is None:
+        model = choose_model(config, workload)
+    split = config.budget_split(model)
     selection: RoundSelection = config.round_selection  # type: ignore[attr-defined]
     plan: list[tuple[PrivacyEvent, str]] = []
     # Events hold the exact binary value of each float share, so the plan sums to <= epsilon.
@@ -335,7 +364,7 @@ def mwem(
     model = choose_model(config, workload, memory_limit)
     check_dataset(dataset, model)
     measured = candidate_workload(config, workload, model)
-    setup = prepare(config, measured)
+    setup = prepare(config, measured, model)
     if model != "dense":
         setup = _within_cap(setup, measured, config.max_clique_cells)
     if config.exclude_measured and config.rounds > setup.n_candidates:
@@ -516,7 +545,7 @@ class _Run:
 def _start(private: PrivateView, domain: Domain, config: MWEMConfig, model: str,
            rng: np.random.Generator) -> SyntheticState:
     """The starting state (noisy count, and noisy histogram or 1-way marginals if configured)."""
-    split = config.budget_split()
+    split = config.budget_split(model)
     if config.total is None:
         noisy = float(Laplace(epsilon=split["count"]).release(private.count(), rng=rng))
         # Clipping the noisy count to the feasible range is post-processing.
@@ -544,7 +573,7 @@ def _start(private: PrivateView, domain: Domain, config: MWEMConfig, model: str,
 def _run(private: PrivateView, workload: LinearWorkload, domain: Domain, config: MWEMConfig,
          setup: MWEMSetup, model: str, rng: np.random.Generator, accountant: Accountant,
          bar: object, schema: object) -> MWEMResult:
-    split = config.budget_split()
+    split = config.budget_split(model)
     state = _start(private, domain, config, model, rng)
     if model != "dense":
         setup = _worth_measuring(setup, state.total)

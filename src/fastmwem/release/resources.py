@@ -109,7 +109,7 @@ _SECONDS_PER_FACTORED_UPDATE = 1e-4
 _SECONDS_PER_FACTORED_QUERY = 1e-7
 # MWEMConfig.final_passes=None on a factored model (kept equal to mwem.FINAL_PASSES_FACTORED;
 # resources cannot import mwem, which imports it).
-_FACTORED_FINAL_PASSES = 1000
+_FACTORED_FINAL_PASSES = 5000
 
 
 def _factored_resources(config: object, workload: LinearWorkload) -> MWEMResources:
