@@ -23,16 +23,25 @@ from fastmwem._validation import (
     check_noise_scale,
     check_probability,
 )
-from fastmwem._validation import memory_limit as system_memory
 from fastmwem.accounting import Accountant, PrivacyEvent, PureDP, exact
-from fastmwem.data.domain import Domain, check_dense
+from fastmwem.data.domain import Domain
 from fastmwem.mechanisms.laplace import Laplace
 from fastmwem.mechanisms.seeding import warn_if_seeded
 from fastmwem.random import make_rng
-from fastmwem.release._candidates import CANDIDATE_SETS, closure_workload
+from fastmwem.release._candidates import CANDIDATE_SETS
+from fastmwem.release._model import (
+    candidate_groups,
+    candidate_workload,
+    check_dataset,
+    check_release_inputs,
+    choose_model,
+    selectable,
+    within_cap,
+    worth_measuring,
+)
 from fastmwem.release._private import PrivateView
 from fastmwem.release._setup import MWEMSetup, prepare
-from fastmwem.release.factored import DEFAULT_MAX_CLIQUE_CELLS, FactoredState, marginal_axes
+from fastmwem.release.factored import DEFAULT_MAX_CLIQUE_CELLS, FactoredState
 from fastmwem.release.resources import _FACTORED_FINAL_PASSES, mwem_resources
 from fastmwem.release.result import MWEMResult, RoundRecord
 from fastmwem.release.selection import RoundSelection, resolve_selection
@@ -366,7 +375,7 @@ def mwem(
     measured = candidate_workload(config, workload, model)
     setup = prepare(config, measured, model)
     if model != "dense":
-        setup = _within_cap(setup, measured, config.max_clique_cells)
+        setup = within_cap(setup, measured, config.max_clique_cells)
     if config.exclude_measured and config.rounds > setup.n_candidates:
         raise ValueError(
             f"rounds ({config.rounds}) exceeds the {setup.n_candidates} candidate "
@@ -392,7 +401,7 @@ def mwem(
     bar = _progress_bar(config, resources.seconds) if progress else None
     try:
         private = PrivateView(dataset, measured, dense=model == "dense",
-                              groups=_candidate_groups(setup, measured))
+                              groups=candidate_groups(setup, measured))
         result = _run(private, measured, domain, config, setup, model, generator, accountant,
                       bar, schema)
         if measured is not workload:
@@ -401,122 +410,6 @@ def mwem(
     finally:
         if bar is not None:
             bar.close()
-
-
-def check_release_inputs(dataset: object, workload: LinearWorkload) -> Domain:
-    """The dataset's domain, after checking the dataset and workload belong together."""
-    if not isinstance(workload, LinearWorkload):
-        raise TypeError(f"workload must be a fastmwem workload, got {type(workload).__name__}")
-    domain = getattr(dataset, "domain", None)
-    if not isinstance(domain, Domain) or not any(
-            callable(getattr(dataset, name, None)) for name in ("histogram", "marginal",
-                                                                 "marginals")):
-        raise TypeError(f"dataset must be a fastmwem Dataset, got {type(dataset).__name__}")
-    if domain != workload.domain:
-        raise ValueError(
-            f"dataset and workload have different domains: {domain} and {workload.domain}"
-        )
-    return domain
-
-
-def check_dataset(dataset: object, model: str) -> None:
-    """Refuse a dataset that cannot give what a ``model`` run reads (before the charge)."""
-    if model == "dense":
-        if not callable(getattr(dataset, "histogram", None)):
-            raise TypeError("a dense run reads the data's histogram(); "
-                            f"{type(dataset).__name__} has none")
-    elif not any(callable(getattr(dataset, n, None)) for n in ("marginal", "marginals")):
-        raise TypeError(f"a factored run reads the data's marginals; {type(dataset).__name__} "
-                        "has neither marginal() nor marginals()")
-
-
-def choose_model(config: MWEMConfig, workload: LinearWorkload,
-                 memory_limit: int | None = None) -> str:
-    """The synthetic model of a run: ``config.model``, or for ``"auto"`` dense when it fits.
-
-    ``"auto"`` keeps a dense histogram when the domain is within ``MAX_DENSE_CELLS`` and the
-    dense run's memory estimate within ``memory_limit`` (default the machine's), else a junction
-    tree. Decided from public parameters only.
-
-    Raises:
-        ValueError: a factored model for a workload without marginal structure, a dense one
-            above the dense limit, or options a factored model cannot run (before any charge).
-    """
-    domain = workload.domain
-    model = config.model
-    structured = marginal_axes(workload) is not None
-    if model == "auto":
-        fits = domain.dense and (
-            mwem_resources(config, workload).memory_bytes
-            <= (memory_limit if memory_limit is not None else system_memory()))
-        # Without a marginal structure only a dense run is possible: the memory check then
-        # refuses it with the sizes, or the dense check below names the limit.
-        model = "dense" if fits or not structured else "junction-tree"
-    if model == "dense":
-        check_dense(domain.size, "the domain",
-                    "use fewer attributes or coarser bins, or a workload with marginal "
-                    "structure (marginals, cuboids, ranges, intervals) for a factored model")
-        return model
-    if not structured:
-        raise ValueError(
-            f"model={model!r} needs a workload with marginal structure (marginals, cuboids, "
-            f"ranges, intervals); {type(workload).__name__} has none"
-        )
-    if config.output == "average":
-        raise ValueError("output='average' needs a dense histogram (an average of factored "
-                         "models is not one); use output='last'")
-    if getattr(config.round_selection, "requires_dense", False):  # type: ignore[attr-defined]
-        raise ValueError(f"selection={config.round_selection.name!r} needs a dense histogram "  # type: ignore[attr-defined]
-                         f"and the domain has {domain.size} cells; use selection='exponential'")
-    if config.max_clique_cells < max(domain.shape):
-        raise ValueError(f"max_clique_cells ({config.max_clique_cells}) must be at least the "
-                         f"largest attribute size ({max(domain.shape)})")
-    return model
-
-
-def candidate_workload(config: MWEMConfig, workload: LinearWorkload,
-                       model: str) -> LinearWorkload:
-    """The workload whose groups the rounds select from (see ``MWEMConfig.candidates``)."""
-    wanted = config.candidates
-    if wanted == "auto":
-        wanted = "workload" if model == "dense" else "closure"
-    if wanted == "workload":
-        return workload
-    closure = closure_workload(workload)
-    return workload if closure is None else closure
-
-
-def _within_cap(setup: MWEMSetup, workload: LinearWorkload, cap: int) -> MWEMSetup:
-    """Leave out candidates whose own marginal is above the clique cap (public)."""
-    shape = workload.domain.shape
-    fits = np.array([math.prod(shape[a] for a in axes) <= cap
-                     for axes in marginal_axes(workload)])  # type: ignore[union-attr]
-    if not setup.group_mode:
-        fits = np.repeat(fits, np.diff(setup.offsets))
-    candidates = setup.candidates & fits
-    if not candidates.any():
-        raise ValueError(f"every candidate needs a clique above max_clique_cells = {cap}")
-    return dataclasses.replace(setup, candidates=candidates)
-
-
-def _worth_measuring(setup: MWEMSetup, total: float) -> MWEMSetup:
-    """Leave out candidates that another candidate always outscores (factored runs).
-
-    A candidate's score is its L1 error, at most about ``2 * total`` (the synthetic and the
-    true counts), less its penalty; one whose penalty exceeds the smallest penalty by more than
-    that never scores above the candidate with the smallest penalty, whose score is at least
-    minus its penalty. Decided from public values (the penalties and the released count), it
-    saves inferring marginals whose measurement would drown in noise.
-    """
-    penalties = setup.penalties
-    floor = float(penalties[setup.candidates].min())
-    candidates = setup.candidates & (penalties <= floor + 2.0 * total)
-    return dataclasses.replace(setup, candidates=candidates)
-
-
-def _candidate_groups(setup: MWEMSetup, workload: LinearWorkload) -> np.ndarray:
-    ids = np.flatnonzero(setup.candidates)
-    return ids if setup.group_mode else np.unique(groups_of_queries(setup.offsets, ids))
 
 
 def _progress_bar(config: MWEMConfig, seconds: float):  # -> tqdm
@@ -576,8 +469,8 @@ def _run(private: PrivateView, workload: LinearWorkload, domain: Domain, config:
     split = config.budget_split(model)
     state = _start(private, domain, config, model, rng)
     if model != "dense":
-        setup = _worth_measuring(setup, state.total)
-        private.groups = _candidate_groups(setup, workload)
+        setup = worth_measuring(setup, state.total)
+        private.groups = candidate_groups(setup, workload)
     chooser = setup.selection.prepare(
         workload, private, epsilon=split["select"], group_mode=setup.group_mode,
         sensitivities=setup.sensitivities, penalties=setup.penalties)
@@ -589,7 +482,7 @@ def _run(private: PrivateView, workload: LinearWorkload, domain: Domain, config:
     iterates = np.zeros(domain.size) if config.output == "average" else None
     for t in range(1, config.rounds + 1):
         started = time.perf_counter()
-        choice = chooser.choose(state, _selectable(run, workload, available), rng)
+        choice = chooser.choose(state, selectable(state, setup, workload, available), rng)
         if config.exclude_measured:
             available[choice] = False
         queries = workload.group_queries(choice) if setup.group_mode else slice(choice, choice + 1)
@@ -636,27 +529,6 @@ def _run(private: PrivateView, workload: LinearWorkload, domain: Domain, config:
         schema=schema,
         model=factored,
     )
-
-
-def _selectable(run: _Run, workload: LinearWorkload, available: np.ndarray) -> np.ndarray:
-    """The candidates the state can measure this round (its structure is public).
-
-    A factored state cannot measure a group whose clique would pass its cap. Should that leave
-    no candidate, groups measured before (always measurable: cliques only grow) may be measured
-    again.
-    """
-    if isinstance(run.state, MWState):
-        return available
-    setup = run.setup
-    for mask in (available, setup.candidates):
-        ids = np.flatnonzero(mask)
-        groups = ids if setup.group_mode else groups_of_queries(setup.offsets, ids)
-        ok = run.state.measurable(workload, groups)
-        if ok.any():
-            out = np.zeros_like(mask)
-            out[ids[ok]] = True
-            return out
-    return available  # unreachable: round 1 has a candidate within the cap, later ones too
 
 
 def _update(run: _Run, workload: LinearWorkload, measurement: _Measurement) -> None:
