@@ -99,6 +99,9 @@ class FactoredState:
                              uniform_mix: float, **options: object) -> FactoredState:
         """Independent attributes from noisy 1-way marginals (clipped, mixed with uniform)."""
         state = cls(domain, total, **options)  # type: ignore[arg-type]
+        if len(noisy) != len(domain):
+            raise ValueError(f"noisy must hold one marginal per attribute ({len(domain)}), "
+                             f"got {len(noisy)}")
         for a, values in enumerate(noisy):
             clique = state.tree.cliques[state.tree.covering((a,))]  # type: ignore[index]
             clique.table[...] = noisy_start(np.array(values, dtype=np.float64), total,
