@@ -10,7 +10,7 @@ import numpy as np
 
 from fastmwem.workloads.base import LinearWorkload, check_histogram
 
-__all__ = ["workload_error", "relative_entropy"]
+__all__ = ["workload_error", "answer_error", "relative_entropy", "relative_entropy_of_records"]
 
 
 def relative_entropy(true_histogram: np.ndarray, synthetic_histogram: np.ndarray) -> float:
@@ -32,6 +32,23 @@ def relative_entropy(true_histogram: np.ndarray, synthetic_histogram: np.ndarray
     return float(np.sum(p[used] * (np.log(p[used]) - np.log(q[used]))))
 
 
+def relative_entropy_of_records(records: np.ndarray, log_probability: object) -> float:
+    """``RE(B || A)`` for ``B`` the empirical law of ``records`` and ``A`` given as log-densities.
+
+    Only the distinct records are visited, so ``A`` may live on a domain far too large for a
+    histogram: ``log_probability(codes)`` gives ``log A(x)`` for an ``(m, d)`` array of records.
+
+    >>> relative_entropy_of_records(np.array([[0], [1]]), lambda x: np.log(np.full(len(x), 0.5)))
+    0.0
+    """
+    rows, counts = np.unique(np.asarray(records), axis=0, return_counts=True)
+    p = counts / counts.sum()
+    log_q = np.asarray(log_probability(rows), dtype=np.float64)  # type: ignore[operator]
+    if np.any(np.isneginf(log_q)):
+        return float("inf")
+    return float(np.sum(p * (np.log(p) - log_q)))
+
+
 def workload_error(true_histogram: np.ndarray, synthetic_histogram: np.ndarray,
                    workload: LinearWorkload) -> dict[str, float]:
     """Errors of the synthetic answers on normalised histograms (fractions of records).
@@ -42,7 +59,22 @@ def workload_error(true_histogram: np.ndarray, synthetic_histogram: np.ndarray,
     """
     b = check_histogram(true_histogram, workload.domain, "true_histogram")
     a = check_histogram(synthetic_histogram, workload.domain, "synthetic_histogram")
-    errors = np.abs(workload.answer(a / a.sum()) - workload.answer(b / b.sum()))
+    return answer_error(workload.answer(b / b.sum()), workload.answer(a / a.sum()), workload)
+
+
+def answer_error(true_answers: np.ndarray, synthetic_answers: np.ndarray,
+                 workload: LinearWorkload) -> dict[str, float]:
+    """:func:`workload_error` from the answers on normalised data (fractions of records).
+
+    For synthetic data without a dense histogram (a factored model), whose answers come from
+    inference, and real data read as marginals.
+    """
+    true = np.asarray(true_answers, dtype=np.float64)
+    synthetic = np.asarray(synthetic_answers, dtype=np.float64)
+    if true.shape != (workload.n_queries,) or synthetic.shape != true.shape:
+        raise ValueError(f"answers must have shape ({workload.n_queries},), got {true.shape} "
+                         f"and {synthetic.shape}")
+    errors = np.abs(synthetic - true)
     per_group = np.add.reduceat(errors, workload.group_offsets[:-1])
     return {
         "mean_group_l1": float(per_group.mean()),

@@ -47,3 +47,33 @@ def test_missing_file_and_directory(tmp_path):
         Domain.from_json(tmp_path)
     with pytest.raises(FileNotFoundError, match="domain file .* does not exist"):
         Domain.from_json(tmp_path / "none.json")
+
+
+def test_dense_limit_lives_with_the_domain(monkeypatch):
+    from fastmwem.data import domain as module
+
+    small, big = Domain(["a"], [2**26]), Domain(["a", "b"], [2**26, 2])
+    assert small.dense and not big.dense
+    assert module.dense_ok(module.MAX_DENSE_CELLS) and not module.dense_ok(module.MAX_DENSE_CELLS + 1)
+    with pytest.raises(ValueError, match=r"the table has 134217728 cells, more than the dense "
+                                         r"limit MAX_DENSE_CELLS = 67108864 \(2\*\*26\); split it"):
+        module.check_dense(big.size, "the table", "split it")
+    monkeypatch.setattr(module, "MAX_DENSE_CELLS", 4)
+    assert not Domain(["a"], [5]).dense
+
+
+def test_data_never_imports_higher_layers():
+    """data sits below workloads and release: none of its modules may import them."""
+    import ast
+    import pathlib
+
+    import fastmwem.data
+
+    for path in pathlib.Path(fastmwem.data.__file__).parent.glob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            for name in names:
+                assert not name.startswith(("fastmwem.workloads", "fastmwem.release",
+                                            "fastmwem.cli")), f"{path.name} imports {name}"

@@ -423,9 +423,9 @@ def test_columns_beyond_the_dense_limit_are_refused_before_allocating(make):
 
 
 def test_the_limit_follows_max_dense_cells(monkeypatch):
-    import fastmwem.workloads.base as base
+    import fastmwem.data.domain as domain
 
-    monkeypatch.setattr(base, "MAX_DENSE_CELLS", 4)
+    monkeypatch.setattr(domain, "MAX_DENSE_CELLS", 4)
     Categorical("c", ["a", "b", "c"], other="d")
     Integer("k", 1, 4)
     Numeric("x", edges=[0, 1, 2, 3, 4])

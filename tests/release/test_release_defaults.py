@@ -38,6 +38,10 @@ class RecordingDataset:
         self.ledger_at_reads.append(len(self._accountant.ledger))
         return self._dataset.histogram()
 
+    def marginal(self, names):
+        self.ledger_at_reads.append(len(self._accountant.ledger))
+        return self._dataset.marginal(names)
+
 
 @pytest.mark.parametrize("columns, spec", [(1, "marginals:1"), (2, "marginals:2"),
                                            (3, "marginals:3"), (9, "marginals:3")])

@@ -10,7 +10,9 @@ from fastmwem.accounting import BoundedRange
 from fastmwem.data import Dataset, Domain
 from fastmwem.evaluation import workload_error
 from fastmwem.mechanisms import ExponentialMechanism
+from fastmwem.release._private import PrivateView
 from fastmwem.release.selection import LazySelection, ScanSelection
+from fastmwem.release.state import MWState
 from fastmwem.testing import chi_square_pvalue
 from fastmwem.workloads import AllIntervals, Marginals, RandomCountingQueries
 
@@ -32,8 +34,13 @@ def _prepared(selection, workload, dataset, epsilon, group_mode):
         sens = np.full(workload.n_queries, float(workload.query_sensitivity))
         penalties = np.zeros(workload.n_queries)
     selection.check(workload, epsilon=epsilon, group_mode=group_mode, sensitivities=sens)
-    return selection.prepare(workload, dataset.histogram(), epsilon=epsilon,
+    private = PrivateView(dataset, workload, dense=True, groups=np.arange(workload.n_groups))
+    return selection.prepare(workload, private, epsilon=epsilon,
                              group_mode=group_mode, sensitivities=sens, penalties=penalties)
+
+
+def _choose(chooser, workload, distribution, total, available, rng):
+    return chooser.choose(MWState(workload.domain, distribution, total), available, rng)
 
 
 @pytest.mark.parametrize("index", [None, "flat", "bitpacked"])
@@ -51,7 +58,7 @@ def test_lazy_round_selects_from_the_exponential_mechanism_law(index):
     scores = np.abs(workload.answer(distribution) * total - workload.answer(dataset.histogram()))
     law = ExponentialMechanism(epsilon=epsilon).probabilities(scores[available])
     rng = np.random.default_rng(11)
-    draws = [lazy.choose(distribution, total, available, rng) for _ in range(6000)]
+    draws = [_choose(lazy, workload, distribution, total, available, rng) for _ in range(6000)]
     assert not np.isin(draws, [0, 5, 17]).any()
     ids = np.flatnonzero(available)
     counts = np.array([np.count_nonzero(np.asarray(draws) == i) for i in ids])
@@ -71,9 +78,9 @@ def test_lazy_and_scan_rounds_agree_in_law_for_single_queries():
     lazy = _prepared(LazySelection(), workload, dataset, 0.5, group_mode=False)
     rng = np.random.default_rng(5)
     n = 6000
-    a = np.bincount([scan.choose(distribution, 80.0, None, rng) for _ in range(n)],
+    a = np.bincount([_choose(scan, workload, distribution, 80.0, None, rng) for _ in range(n)],
                     minlength=workload.n_queries)
-    b = np.bincount([lazy.choose(distribution, 80.0, None, rng) for _ in range(n)],
+    b = np.bincount([_choose(lazy, workload, distribution, 80.0, None, rng) for _ in range(n)],
                     minlength=workload.n_queries)
     # two-sample chi-square on the pooled law (cells with a pooled count >= 10)
     keep = (a + b) >= 10
@@ -196,7 +203,7 @@ def test_lazy_rounds_read_the_group_offsets_once_not_per_round():
     rng = np.random.default_rng(4)
     available = np.ones(workload.n_queries, dtype=bool)
     for _ in range(5):
-        choice = chooser.choose(np.full(domain.size, 1 / 16), 60.0, available, rng)
+        choice = _choose(chooser, workload, np.full(domain.size, 1 / 16), 60.0, available, rng)
         available[choice] = False
     assert Counted.reads == 0
 

@@ -9,7 +9,7 @@ from fastmwem.accounting import Accountant, BoundedRange, BudgetExceededError, P
 from fastmwem.data import Dataset, Domain
 from fastmwem.evaluation import workload_error
 from fastmwem.release import MWEMConfig, MWState, mwem, mwem_privacy_plan
-from fastmwem.workloads import Marginals
+from fastmwem.workloads import Marginals, Parities
 from fastmwem.workloads.base import MAX_DENSE_CELLS
 
 
@@ -112,7 +112,7 @@ def test_domain_mismatch_and_type_errors():
         mwem(np.zeros((3, 6)), Marginals.all_kway(ds.domain, 2), epsilon=1, rng=0)
 
 
-def test_dense_limit_is_named():
+def test_dense_limit_is_named_for_workloads_without_marginal_structure():
     big = Domain([f"a{i}" for i in range(27)], [2] * 27)
     assert big.size > MAX_DENSE_CELLS
 
@@ -122,7 +122,12 @@ def test_dense_limit_is_named():
         def histogram(self):  # pragma: no cover - must never be reached
             raise AssertionError("read")
 
-    with pytest.raises(ValueError, match="dense-histogram limit of 67108864"):
+    with pytest.raises(ValueError, match="dense limit MAX_DENSE_CELLS = 67108864"):
+        mwem(Huge(), Parities.all_kway(big, 1), epsilon=1, rounds=2, rng=0)
+    with pytest.raises(ValueError, match="dense limit MAX_DENSE_CELLS = 67108864"):
+        mwem(Huge(), Marginals.all_kway(big, 1), epsilon=1, rounds=2, rng=0, model="dense")
+    # Marginals have a structure: a factored run, which reads marginals, not histogram().
+    with pytest.raises(TypeError, match="neither marginal"):
         mwem(Huge(), Marginals.all_kway(big, 1), epsilon=1, rounds=2, rng=0)
 
 

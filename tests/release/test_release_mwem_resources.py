@@ -7,6 +7,7 @@ from fastmwem._validation import MEMORY_LIMIT_ENV, ResourceLimitError
 from fastmwem.accounting import Accountant
 from fastmwem.data import Dataset, Domain
 from fastmwem.release import MWEMConfig, mwem, mwem_resources
+from fastmwem.release.mwem import choose_model
 from fastmwem.workloads import Marginals, RandomCountingQueries
 
 SMALL = Domain([f"x{i}" for i in range(6)], [2] * 6)
@@ -20,6 +21,9 @@ class Unread:
         self.domain = domain
 
     def histogram(self):  # pragma: no cover - reaching it fails the test
+        raise AssertionError("the data was read")
+
+    def marginal(self, attrs):  # pragma: no cover - reaching it fails the test
         raise AssertionError("the data was read")
 
 
@@ -43,10 +47,12 @@ def test_the_2_to_the_26_cell_case_is_estimated_before_anything_is_allocated(mon
     assert "GiB of memory" in est.describe() and "6525 updates" in est.describe()
     monkeypatch.setenv(MEMORY_LIMIT_ENV, "2G")
     acc = Accountant(epsilon=1)
-    with pytest.raises(ResourceLimitError, match=r"MWEM on 67108864 cells would need about "
-                                                 r"\d+\.\d GB of memory, more than"):
-        mwem(Unread(BIG), w, epsilon=1, rounds=25, accountant=acc)
+    with pytest.raises(ResourceLimitError, match=r"MWEM \(dense\) on 67108864 cells would need "
+                                                 r"about \d+\.\d GB of memory, more than"):
+        mwem(Unread(BIG), w, epsilon=1, rounds=25, accountant=acc, model="dense")
     assert acc.ledger == ()
+    # By itself MWEM keeps a factored model when the dense one does not fit.
+    assert choose_model(MWEMConfig(epsilon=1, rounds=25), w) == "junction-tree"
 
 
 def test_memory_limit_argument_refuses_before_the_charge():

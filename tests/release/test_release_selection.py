@@ -84,12 +84,11 @@ class FirstAvailable:
     def check(self, workload, *, epsilon, group_mode, sensitivities):
         return None
 
-    def prepare(self, workload, true_histogram, *, epsilon, group_mode, sensitivities,
-                penalties):
-        answers = workload.answer(true_histogram)
+    def prepare(self, workload, private, *, epsilon, group_mode, sensitivities, penalties):
+        answers = private.answers()
 
         class Chooser:
-            def choose(self, distribution, total, available, rng):
+            def choose(self, state, available, rng):
                 return int(np.flatnonzero(available)[0])
 
             def true_answers(self, queries):

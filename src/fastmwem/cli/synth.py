@@ -27,7 +27,13 @@ from fastmwem.cli._sources import (
 )
 from fastmwem.data import Domain
 from fastmwem.data.sources import MarginalSource
-from fastmwem.evaluation import relative_entropy, workload_error
+from fastmwem.evaluation import (
+    answer_error,
+    relative_entropy,
+    relative_entropy_of_records,
+    workload_error,
+)
+from fastmwem.release._private import answers_from_marginals
 from fastmwem.release.defaults import (
     MAX_DEFAULT_ROUNDS,
     MWEMChoices,
@@ -212,7 +218,7 @@ def run(args: argparse.Namespace) -> int:
     if show_progress:
         blocks = _with_progress(blocks, rows)
 
-    evaluation = _evaluate(dataset, result.histogram, workload) if args.evaluate else None
+    evaluation = _evaluate(dataset, result, workload) if args.evaluate else None
     with staged_outputs() as outputs:
         write_records(outputs, blocks, args.out, "--out")
         if args.report:
@@ -292,9 +298,19 @@ def _options(args: argparse.Namespace) -> dict[str, object]:
             "selection": args.selection, "index": args.index}
 
 
-def _evaluate(dataset: MarginalSource, synthetic: object, workload: LinearWorkload) -> dict[str, float]:
+def _evaluate(dataset: MarginalSource, result: MWEMResult, workload: LinearWorkload
+              ) -> dict[str, float]:
+    if result.model is not None:
+        # A factored model: the real data as marginals, the synthetic answers by inference.
+        true = answers_from_marginals(workload, dataset) / len(dataset)
+        evaluation = answer_error(true, result.answer(workload) / result.total, workload)
+        records = getattr(dataset, "records", None)
+        if records is not None:  # an engine's table is never read into memory record by record
+            evaluation["relative_entropy"] = relative_entropy_of_records(
+                records, result.model.log_probability)  # type: ignore[attr-defined]
+        return evaluation
     true_hist = dataset.histogram()
-    evaluation = workload_error(true_hist, synthetic, workload)  # type: ignore[arg-type]
-    evaluation["relative_entropy"] = relative_entropy(true_hist, synthetic)  # type: ignore[arg-type]
+    evaluation = workload_error(true_hist, result.histogram, workload)  # type: ignore[arg-type]
+    evaluation["relative_entropy"] = relative_entropy(true_hist, result.histogram)  # type: ignore[arg-type]
     return evaluation
 

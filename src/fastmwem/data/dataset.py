@@ -9,6 +9,7 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
+from fastmwem.data import domain as _domain
 from fastmwem.data._checks import (
     check_columns,
     check_frame,
@@ -17,27 +18,19 @@ from fastmwem.data._checks import (
     to_numbers,
 )
 from fastmwem.data.csvfile import read_csv_columns
-from fastmwem.data.domain import Domain
+from fastmwem.data.domain import Domain, check_dense
 
 __all__ = ["Dataset", "codes_array", "dense_cell_limit"]
 
 
 def dense_cell_limit() -> int:
-    """The largest dense histogram the library allocates (``workloads.base.MAX_DENSE_CELLS``)."""
-    # Imported here, not at module level: fastmwem.workloads imports fastmwem.data, so a
-    # top-level import would be circular whenever fastmwem.workloads is imported first.
-    from fastmwem.workloads.base import MAX_DENSE_CELLS
-
-    return int(MAX_DENSE_CELLS)
+    """The largest dense histogram the library allocates (``data.domain.MAX_DENSE_CELLS``)."""
+    # Read at call time, so that the limit can be lowered in tests.
+    return int(_domain.MAX_DENSE_CELLS)
 
 
 def _check_dense(n_cells: int, what: str) -> None:
-    limit = dense_cell_limit()
-    if n_cells > limit:
-        raise ValueError(
-            f"{what} has {n_cells} cells, more than the dense limit MAX_DENSE_CELLS = {limit} "
-            f"(2**{int(math.log2(limit))}) cells; use marginals over fewer attributes instead"
-        )
+    check_dense(n_cells, what, "use marginals over fewer attributes instead")
 
 
 class Dataset:

@@ -11,7 +11,32 @@ from dataclasses import dataclass
 from fastmwem._validation import check_int
 from fastmwem.data._files import load_json
 
-__all__ = ["Domain"]
+__all__ = ["Domain", "MAX_DENSE_CELLS", "dense_ok", "check_dense"]
+
+#: Largest dense array over cells (a histogram, a marginal, a factor) the library allocates;
+#: above it, a factored method is needed.
+MAX_DENSE_CELLS = 2**26
+
+
+def dense_ok(n_cells: int) -> bool:
+    """Whether an array of ``n_cells`` cells is within the dense limit ``MAX_DENSE_CELLS``."""
+    return n_cells <= MAX_DENSE_CELLS
+
+
+def check_dense(n_cells: int, what: str, hint: str = "") -> None:
+    """Raise ``ValueError`` naming ``what`` and the limit if ``n_cells`` is above the dense limit.
+
+    Args:
+        n_cells: the number of cells the array would have.
+        what: what would be allocated, e.g. ``"the marginal on ['a', 'b']"``.
+        hint: a way out, appended after a semicolon.
+    """
+    if not dense_ok(n_cells):
+        limit = MAX_DENSE_CELLS
+        raise ValueError(
+            f"{what} has {n_cells} cells, more than the dense limit MAX_DENSE_CELLS = {limit} "
+            f"(2**{limit.bit_length() - 1})" + (f"; {hint}" if hint else "")
+        )
 
 
 @dataclass(frozen=True)
@@ -85,6 +110,11 @@ class Domain:
     def size(self) -> int:
         """Number of cells (an exact Python int, which may be astronomically large)."""
         return math.prod(self.shape)
+
+    @property
+    def dense(self) -> bool:
+        """Whether a dense histogram over every cell is within ``MAX_DENSE_CELLS``."""
+        return dense_ok(self.size)
 
     def __len__(self) -> int:
         return len(self.attributes)

@@ -2,6 +2,7 @@
 online session), and the multiplicative-weights state they share."""
 
 from fastmwem.release.defaults import mwem_auto
+from fastmwem.release.factored import FactoredState
 from fastmwem.release.mwem import MWEMConfig, mwem, mwem_privacy_plan
 from fastmwem.release.pmw import Answer, PMWConfig, PMWRecord, PMWSession, SessionExhaustedError
 from fastmwem.release.pmw_offline import OfflinePMWConfig, pmw_offline, pmw_offline_privacy_plan
@@ -13,10 +14,10 @@ from fastmwem.release.selection import (
     ScanSelection,
     register_selection,
 )
-from fastmwem.release.state import MWState
+from fastmwem.release.state import MWState, SyntheticState
 
-__all__ = ["mwem", "MWEMConfig", "MWEMResult", "RoundRecord", "MWState", "mwem_privacy_plan",
-           "mwem_resources", "MWEMResources", "mwem_auto", "pmw_offline", "OfflinePMWConfig",
-           "pmw_offline_privacy_plan", "RoundSelection", "ScanSelection", "LazySelection",
-           "register_selection", "PMWSession", "PMWConfig", "PMWRecord", "Answer",
-           "SessionExhaustedError"]
+__all__ = ["mwem", "MWEMConfig", "MWEMResult", "RoundRecord", "MWState", "FactoredState",
+           "SyntheticState", "mwem_privacy_plan", "mwem_resources", "MWEMResources", "mwem_auto",
+           "pmw_offline", "OfflinePMWConfig", "pmw_offline_privacy_plan", "RoundSelection",
+           "ScanSelection", "LazySelection", "register_selection", "PMWSession", "PMWConfig",
+           "PMWRecord", "Answer", "SessionExhaustedError"]

@@ -90,7 +90,7 @@ def check_workload(workload: LinearWorkload) -> tuple[np.ndarray, float, np.ndar
     return offsets.astype(np.int64, copy=False), s, groups
 
 
-def prepare(config: object, workload: LinearWorkload) -> MWEMSetup:
+def prepare(config: object, workload: LinearWorkload, model: str = "dense") -> MWEMSetup:
     """Build the selection and measurement set-up of a run from public input only.
 
     ``measure="auto"`` selects groups when some group holds more than one query, else single
@@ -102,7 +102,7 @@ def prepare(config: object, workload: LinearWorkload) -> MWEMSetup:
     offsets, s, group_sens = check_workload(workload)
     measure = config.measure  # type: ignore[attr-defined]
     group_mode = bool(np.any(np.diff(offsets) > 1)) if measure == "auto" else measure == "group"
-    split = config.budget_split()  # type: ignore[attr-defined]
+    split = config.budget_split(model)  # type: ignore[attr-defined]
     if group_mode:
         sensitivities = group_sens
         cells = np.diff(offsets).astype(np.float64)

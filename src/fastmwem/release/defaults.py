@@ -34,8 +34,8 @@ from fastmwem.data.domain import Domain
 from fastmwem.mechanisms.laplace import Laplace
 from fastmwem.mechanisms.seeding import warn_if_seeded
 from fastmwem.random import make_rng
-from fastmwem.release._setup import prepare
-from fastmwem.release.mwem import MWEMConfig, mwem, mwem_privacy_plan
+from fastmwem.release._model import check_release_inputs
+from fastmwem.release.mwem import MWEMConfig, mwem, mwem_privacy_plan, plan_setup
 from fastmwem.release.result import MWEMResult
 from fastmwem.release.state import MAX_RECORDS
 from fastmwem.workloads.base import LinearWorkload
@@ -163,10 +163,13 @@ def mwem_auto(
 
     def check(t: int) -> None:
         _dry_run(dataset, workload, generator, {**config, "rounds": t}, run_options)
-        _check_room(accountant, count_epsilon, workload, MWEMConfig(**config, rounds=t))
+        _check_room(accountant, count_epsilon, workload, MWEMConfig(**config, rounds=t),
+                    model)
 
+    check_release_inputs(dataset, workload)
+    model, _, setup = plan_setup(MWEMConfig(**config, rounds=1), workload,
+                                 run_options.get("memory_limit"))  # type: ignore[arg-type]
     check(1 if by_rule else rounds)
-    setup = prepare(MWEMConfig(**config, rounds=1), workload)
     ceiling = min(MAX_DEFAULT_ROUNDS, setup.n_candidates) if by_rule else rounds
     if ceiling > 1:
         check(ceiling)
@@ -244,10 +247,10 @@ def _dry_run(dataset: object, workload: LinearWorkload, generator: np.random.Gen
 
 
 def _check_room(accountant: Accountant, count_epsilon: float, workload: LinearWorkload,
-                config: MWEMConfig) -> None:
+                config: MWEMConfig, model: str) -> None:
     """Refuse, before the count is charged, an accountant without room for the count and MWEM."""
     trial = copy.deepcopy(accountant)
-    plan = mwem_privacy_plan(config, workload)
+    plan = mwem_privacy_plan(config, workload, model=model)
     if count_epsilon:
         plan.insert(0, (PureDP(Fraction(count_epsilon)), "record count (Laplace)"))
     trial.compose_all(plan)

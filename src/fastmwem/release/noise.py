@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fastmwem.release.state import MWState
+from fastmwem.release.state import SyntheticState
 from fastmwem.workloads.base import LinearWorkload
 
 __all__ = ["noise_threshold", "synthetic_answers", "within_noise"]
@@ -33,12 +33,12 @@ def noise_threshold(cells: int, scale: float, alpha: float) -> float:
     return float(scale) * float(gammainccinv(int(cells), float(alpha)))
 
 
-def synthetic_answers(state: MWState, workload: LinearWorkload, queries: slice,
+def synthetic_answers(state: SyntheticState, workload: LinearWorkload, queries: slice,
                       offsets: np.ndarray) -> np.ndarray:
     """The synthetic counts ``total * q(p)`` of the consecutive ``queries`` (within one group)."""
     group = int(np.searchsorted(offsets, queries.start, side="right") - 1)
     start = queries.start - int(offsets[group])
-    answers = workload.answer_group(state.distribution, group)
+    answers = state.answer_group(workload, group)
     return answers[start:start + (queries.stop - queries.start)] * state.total
 
 

@@ -30,14 +30,13 @@ from fastmwem.accounting import (
     entry_to_record,
     exact,
 )
-from fastmwem.data.domain import Domain
+from fastmwem.data.domain import Domain, check_dense
 from fastmwem.mechanisms.laplace import Geometric
 from fastmwem.mechanisms.seeding import warn_if_seeded
 from fastmwem.mechanisms.sparse_vector import MAX_SV_VALUE, SparseVector, SparseVectorRun
 from fastmwem.random import make_rng
 from fastmwem.release.queries import query_spec, query_vector
 from fastmwem.release.state import MWState
-from fastmwem.workloads.base import MAX_DENSE_CELLS
 
 __all__ = ["PMWSession", "PMWConfig", "PMWRecord", "Answer", "SessionExhaustedError",
            "GRID", "EPOCH_LABEL", "COUNT_LABEL"]
@@ -287,9 +286,7 @@ class PMWSession:
         domain = getattr(dataset, "domain", None)
         if not isinstance(domain, Domain) or not callable(getattr(dataset, "histogram", None)):
             raise TypeError(f"dataset must be a fastmwem Dataset, got {type(dataset).__name__}")
-        if domain.size > MAX_DENSE_CELLS:
-            raise ValueError(f"the domain has {domain.size} cells, more than the dense limit "
-                             f"{MAX_DENSE_CELLS}")
+        check_dense(domain.size, "the domain", "PMWSession keeps a dense histogram")
         if len(dataset) > MAX_RECORDS:  # type: ignore[arg-type]
             raise ValueError(f"PMWSession handles at most 2**40 records, got {len(dataset)}")
         if accountant is None:

@@ -35,11 +35,13 @@ from fastmwem.accounting import (
     exact,
     per_round_epsilon,
 )
+from fastmwem.data.domain import check_dense
 from fastmwem.mechanisms.exponential import ExponentialMechanism
 from fastmwem.mechanisms.laplace import Laplace
 from fastmwem.mechanisms.lazy import Uncertified
 from fastmwem.mechanisms.seeding import warn_if_seeded
 from fastmwem.random import make_rng
+from fastmwem.release._model import check_release_inputs
 from fastmwem.release.result import MWEMResult, RoundRecord
 
 __all__ = ["OfflinePMWConfig", "pmw_offline", "pmw_offline_privacy_plan", "MAX_LEARNING_RATE"]
@@ -199,10 +201,9 @@ def pmw_offline(dataset: object, workload: object, *, epsilon: float, delta: flo
         An :class:`~fastmwem.release.result.MWEMResult` whose ``measurements`` are empty and whose
         ``selected`` ids run over ``2m`` candidates (``j >= m`` is the negated query ``j - m``).
     """
-    from fastmwem.release.mwem import check_release_inputs
-
     config = OfflinePMWConfig(epsilon=epsilon, delta=delta, rounds=rounds, **options)  # type: ignore[arg-type]
     domain = check_release_inputs(dataset, workload)
+    check_dense(domain.size, "the domain", "pmw_offline keeps a dense histogram")
     chooser = _make_chooser(config, workload)
     plan = pmw_offline_privacy_plan(config, certified=chooser.certified)
     if accountant is None:

@@ -29,8 +29,8 @@ import numbers
 
 import numpy as np
 
-from fastmwem.data.domain import Domain
-from fastmwem.workloads.base import MAX_DENSE_CELLS, MAX_QUERY_VALUE, LinearWorkload
+from fastmwem.data.domain import Domain, check_dense
+from fastmwem.workloads.base import MAX_QUERY_VALUE, LinearWorkload
 
 __all__ = ["query_vector", "query_spec", "QUERY_FORMS"]
 
@@ -48,9 +48,7 @@ def query_vector(domain: Domain, query: object) -> np.ndarray:
     """
     if not isinstance(domain, Domain):
         raise TypeError(f"domain must be a Domain, got {type(domain).__name__}")
-    if domain.size > MAX_DENSE_CELLS:
-        raise ValueError(f"the domain has {domain.size} cells, more than the dense limit "
-                         f"{MAX_DENSE_CELLS}")
+    check_dense(domain.size, "the domain")
     if isinstance(query, dict):
         vec = _from_spec(domain, query)
     elif isinstance(query, tuple) and len(query) == 2 and isinstance(query[0], LinearWorkload):

@@ -67,13 +67,17 @@ class MWEMResources:
         )
 
 
-def mwem_resources(config: object, workload: LinearWorkload) -> MWEMResources:
+def mwem_resources(config: object, workload: LinearWorkload, *,
+                   model: str = "dense") -> MWEMResources:
     """Estimate the peak memory and the running time of ``mwem`` with ``config`` on ``workload``.
 
     The estimate uses only public parameters: the domain size, the workload's size, the number
-    of rounds and of reuse passes. ``mwem`` refuses a run whose memory estimate exceeds the
-    machine's memory (see :func:`fastmwem._validation.memory_limit`).
+    of rounds and of reuse passes, and for a factored ``model`` the clique cap. ``mwem`` refuses
+    a run whose memory estimate exceeds the machine's memory (see
+    :func:`fastmwem._validation.memory_limit`).
     """
+    if model != "dense":
+        return _factored_resources(config, workload)
     cells = int(workload.domain.size)
     queries = int(workload.n_queries)
     groups = int(workload.n_groups)
@@ -93,3 +97,36 @@ def mwem_resources(config: object, workload: LinearWorkload) -> MWEMResources:
     seconds = (updates * cells * _SECONDS_PER_CELL_UPDATE
                + rounds * (cells * _SECONDS_PER_CELL_ROUND + queries * _SECONDS_PER_QUERY_ROUND))
     return MWEMResources(cells, queries, groups, int(memory), updates, float(seconds))
+
+
+# A factored run: per query, its true answer, this round's synthetic answer and error, and the
+# cached synthetic marginals; the model holds at most one clique of the cap per attribute, with a
+# checkpoint copy for the reuse test and temporaries of inference. Seconds: a rough cost per
+# update (message passing on small cliques) and per clique cell touched, and per query scored.
+_FACTORED_PER_QUERY_ARRAYS = 5
+_FACTORED_MODEL_COPIES = 3
+_SECONDS_PER_FACTORED_UPDATE = 1e-4
+_SECONDS_PER_FACTORED_QUERY = 1e-7
+# MWEMConfig.final_passes=None on a factored model (kept equal to mwem.FINAL_PASSES_FACTORED;
+# resources cannot import mwem, which imports it).
+_FACTORED_FINAL_PASSES = 5000
+
+
+def _factored_resources(config: object, workload: LinearWorkload) -> MWEMResources:
+    cap = int(config.max_clique_cells)  # type: ignore[attr-defined]
+    queries = int(workload.n_queries)
+    groups = int(workload.n_groups)
+    attributes = len(workload.domain)
+    rounds = int(config.rounds)  # type: ignore[attr-defined]
+    model = min(attributes, max(1, rounds)) * cap + sum(workload.domain.shape)
+    memory = (8 * (_FACTORED_PER_QUERY_ARRAYS * queries + _PER_GROUP_ARRAYS * groups
+                   + _FACTORED_MODEL_COPIES * model)
+              + rounds * (_BYTES_PER_ROUND + 8 * int(np.diff(workload.group_offsets).max())))
+    passes = int(config.reuse_passes)  # type: ignore[attr-defined]
+    final = getattr(config, "final_passes", None)
+    final = _FACTORED_FINAL_PASSES if final is None else int(final)
+    updates = rounds + passes * rounds * (rounds + 1) // 2 + final * rounds
+    seconds = (updates * _SECONDS_PER_FACTORED_UPDATE
+               + rounds * queries * _SECONDS_PER_FACTORED_QUERY)
+    return MWEMResources(int(workload.domain.size), queries, groups, int(memory), updates,
+                         float(seconds))

@@ -12,6 +12,7 @@ from fastmwem._validation import check_int, check_memory
 from fastmwem.accounting import LedgerEntry, PrivacyEvent, ledger_records
 from fastmwem.data.domain import Domain
 from fastmwem.random import make_rng
+from fastmwem.release.state import SyntheticState, sample_records
 from fastmwem.workloads.base import LinearWorkload
 
 __all__ = ["MWEMResult", "RoundRecord", "sample_records", "CHUNK_ROWS"]
@@ -36,16 +37,6 @@ class RoundRecord:
     seconds: float
 
 
-def sample_records(distribution: np.ndarray, domain: Domain, n: int,
-                   rng: np.random.Generator) -> pd.DataFrame:
-    """Draw ``n`` records from a distribution over the cells, as integer codes per attribute."""
-    counts = rng.multinomial(n, distribution / distribution.sum())
-    cells = np.repeat(np.arange(distribution.size), counts)
-    rng.shuffle(cells)
-    codes = np.unravel_index(cells, domain.shape)
-    return pd.DataFrame({a: c.astype(np.int64) for a, c in zip(domain.attributes, codes)})
-
-
 @dataclass(frozen=True)
 class MWEMResult:
     """Synthetic data from MWEM, with everything it released and what it spent.
@@ -53,7 +44,8 @@ class MWEMResult:
     Attributes:
         domain: the domain of the synthetic data.
         workload: the workload it was fitted to.
-        histogram: synthetic counts per cell (flat, C order), summing to ``total``.
+        histogram: synthetic counts per cell (flat, C order), summing to ``total``; ``None``
+            when the run kept a factored model (see ``model``).
         total: the (noisy or public) record count.
         selected: the group (or query) chosen in each round.
         measurements: the noisy answers measured in each round.
@@ -66,11 +58,16 @@ class MWEMResult:
             can remove the noise, so such a result is not private (its report says so).
         updates_skipped: whether the first measurement lay within its noise of the start
             (``MWEMConfig.noise_test``), so that no update was made and the output is the start.
+        measured_workload: the workload whose groups ``selected`` and the trace index, when it
+            is not ``workload`` (a factored run may also measure sub-marginals), else ``None``.
+        model: the factored synthetic distribution
+            (:class:`~fastmwem.release.factored.FactoredState`) of a run on a large domain, or
+            ``None`` when ``histogram`` holds it.
     """
 
     domain: Domain
     workload: LinearWorkload
-    histogram: np.ndarray
+    histogram: np.ndarray | None
     total: float
     selected: tuple[int, ...]
     measurements: tuple[np.ndarray, ...]
@@ -81,16 +78,28 @@ class MWEMResult:
     schema: object = None
     seeded: bool = False
     updates_skipped: bool = False
+    model: SyntheticState | None = None
+    measured_workload: LinearWorkload | None = None
 
     @property
     def distribution(self) -> np.ndarray:
+        """The synthetic distribution over every cell (dense runs only)."""
+        if self.histogram is None:
+            raise ValueError(
+                f"this synthetic distribution is factored ({self.model.kind}, "  # type: ignore[union-attr]
+                f"{self.domain.size} cells): use answer() or sample(), not a dense histogram")
         return self.histogram / self.histogram.sum()
 
     def answer(self, workload: LinearWorkload | None = None) -> np.ndarray:
-        """Answers of ``workload`` (default: the fitted one) on the synthetic histogram."""
+        """Answers (counts) of ``workload`` (default: the fitted one) on the synthetic data.
+
+        A factored model answers workloads with a marginal structure, by inference.
+        """
         w = self.workload if workload is None else workload
         if w.domain != self.domain:
             raise ValueError("workload has a different domain from the synthetic data")
+        if self.histogram is None:
+            return self.model.answer(w) * self.total  # type: ignore[union-attr]
         return w.answer(self.histogram)
 
     def sample(self, n: int | None = None, *, rng: object = None,
@@ -143,7 +152,10 @@ class MWEMResult:
         check_memory(count * (16 + 24 * len(self.domain)), f"sampling {count} records")
 
     def _draw(self, count: int, generator: np.random.Generator, decode: bool) -> pd.DataFrame:
-        frame = sample_records(self.histogram, self.domain, count, generator)
+        if self.histogram is None:
+            frame = self.model.sample(count, generator)  # type: ignore[union-attr]
+        else:
+            frame = sample_records(self.histogram, self.domain, count, generator)
         if decode and self.schema is not None:
             return self.schema.decode(frame)
         return frame
@@ -160,6 +172,7 @@ class MWEMResult:
             "not_private_because": reasons,
             "privacy": {"spent": repr(self.privacy), "ledger": ledger_records(self.ledger)},
             "domain": self.domain.to_dict(),
+            "model": self._model_record(),
             "record_count": self.total,
             "updates_skipped": self.updates_skipped,
             "rounds": [
@@ -175,3 +188,9 @@ class MWEMResult:
             ],
         }
 
+    def _model_record(self) -> dict[str, object]:
+        """The kind of synthetic model and, when factored, its cliques (public structure)."""
+        if self.model is None:
+            return {"kind": "dense"}
+        return {"kind": self.model.kind,
+                "cliques": [list(c) for c in self.model.cliques]}  # type: ignore[attr-defined]

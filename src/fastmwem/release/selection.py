@@ -7,13 +7,14 @@ read. Only after the charge does ``prepare`` look at the private histogram, retu
 
 Two families ship:
 
-* :class:`ScanSelection` scores every candidate each round (``workload.answer`` over the synthetic
-  histogram, ``O(m |X|)``) and samples the exponential mechanism or permute-and-flip over them:
-  MWEM as published.
+* :class:`ScanSelection` scores every candidate each round (its answers on the synthetic state,
+  ``O(m |X|)`` on a dense histogram, by inference on a factored one) and samples the exponential
+  mechanism or permute-and-flip over them: MWEM as published.
 * :class:`LazySelection` is Fast-MWEM's round: the score of query ``q`` is
   ``|<q, h - a>|`` for the private histogram ``h`` and the synthetic one ``a``, so one exact
   top-k search over the query vectors and the lazy Gumbel sampler draw from exactly the same law
-  as the exponential mechanism over all ``m`` queries, without computing all ``m`` answers.
+  as the exponential mechanism over all ``m`` queries, without computing all ``m`` answers. It
+  needs both histograms as dense vectors (``requires_dense``).
 
 New selections plug in through :func:`register_selection`; releases never switch on names.
 """
@@ -28,9 +29,11 @@ import numpy as np
 
 from fastmwem.accounting import BoundedRange, PrivacyEvent, PureDP
 from fastmwem.mechanisms.exponential import ExponentialMechanism, PermuteAndFlip
+from fastmwem.workloads.base import groups_of_queries, queries_of_groups
 
 __all__ = [
     "Chooser",
+    "PrivateData",
     "LazySelection",
     "RoundSelection",
     "ScanSelection",
@@ -40,16 +43,28 @@ __all__ = [
 ]
 
 
+class PrivateData(Protocol):
+    """What a chooser may read from the private data (after the charge)."""
+
+    def histogram(self) -> np.ndarray:
+        """The private histogram over every cell (dense domains only)."""
+        ...
+
+    def answers(self) -> np.ndarray:
+        """The private answers of every query that may ever be selected (others NaN)."""
+        ...
+
+
 class Chooser(Protocol):
     """A prepared selection: one private choice per call."""
 
-    def choose(self, distribution: np.ndarray, total: float, available: np.ndarray | None,
+    def choose(self, state: object, available: np.ndarray | None,
                rng: np.random.Generator) -> int:
         """Index of the group (or query) to measure next.
 
         Args:
-            distribution: the synthetic distribution of the current round (sums to 1).
-            total: the record count it is scaled to.
+            state: the synthetic state of the current round (a
+                :class:`~fastmwem.release.state.SyntheticState`: ``answer_groups``, ``total``).
             available: boolean mask of the candidates that may be chosen, or ``None`` for all.
             rng: the run's generator.
         """
@@ -79,13 +94,13 @@ class RoundSelection(Protocol):
         """
         ...
 
-    def prepare(self, workload: object, true_histogram: np.ndarray, *, epsilon: float,
+    def prepare(self, workload: object, private: PrivateData, *, epsilon: float,
                 group_mode: bool, sensitivities: np.ndarray, penalties: np.ndarray) -> Chooser:
-        """Bind to the private histogram (after the charge) and return the round's chooser.
+        """Bind to the private data (after the charge) and return the round's chooser.
 
         Args:
             workload: the (public) workload.
-            true_histogram: the private histogram.
+            private: the private data: its histogram (dense domains) or true answers.
             epsilon: the epsilon of one round's selection.
             group_mode: whether candidates are groups (True) or single queries.
             sensitivities: the L1 sensitivity of each candidate.
@@ -135,10 +150,10 @@ class ScanSelection:
               sensitivities: np.ndarray) -> None:
         self._selector(epsilon, sensitivities)
 
-    def prepare(self, workload: object, true_histogram: np.ndarray, *, epsilon: float,
+    def prepare(self, workload: object, private: PrivateData, *, epsilon: float,
                 group_mode: bool, sensitivities: np.ndarray, penalties: np.ndarray) -> Chooser:
-        return _ScanChooser(workload, workload.answer(true_histogram),  # type: ignore[attr-defined]
-                            self._selector(epsilon, sensitivities), group_mode, penalties)
+        return _ScanChooser(workload, private.answers(), self._selector(epsilon, sensitivities),
+                            group_mode, penalties)
 
 
 _SCAN_MECHANISMS: dict[str, type] = {
@@ -155,24 +170,41 @@ class _ScanChooser:
     group_mode: bool
     penalties: np.ndarray
 
-    def choose(self, distribution: np.ndarray, total: float, available: np.ndarray | None,
+    def choose(self, state: object, available: np.ndarray | None,
                rng: np.random.Generator) -> int:
-        scores = self._scores(distribution, total)
-        if available is None:
-            return int(self.selector.select(scores, rng=rng))  # type: ignore[attr-defined]
-        candidates = np.flatnonzero(available)
-        return int(candidates[self.selector.select(scores[candidates], rng=rng)])  # type: ignore[attr-defined]
+        offsets = np.asarray(self.workload.group_offsets)  # type: ignore[attr-defined]
+        n = offsets.size - 1 if self.group_mode else int(offsets[-1])
+        candidates = np.arange(n) if available is None else np.flatnonzero(available)
+        scores = self._scores(state, candidates, offsets)
+        return int(candidates[self.selector.select(scores, rng=rng)])  # type: ignore[attr-defined]
 
-    def _scores(self, distribution: np.ndarray, total: float) -> np.ndarray:
-        """Each candidate's L1 error on the data (capped at ``SCORE_CAP``) less its penalty."""
-        errors = self.workload.answer(distribution)  # type: ignore[attr-defined]
-        errors *= total
-        errors -= self.answers
+    def _scores(self, state: object, candidates: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+        """Each candidate's L1 error on the data (capped at ``SCORE_CAP``) less its penalty.
+
+        A dense state answers every query at once (sharing work between groups); any other
+        state answers only the candidates' groups, which may be far fewer and cheaper.
+        """
+        if getattr(state, "distribution", None) is not None:
+            errors = state.answer(self.workload)  # type: ignore[attr-defined]
+            true, starts = self.answers, offsets[:-1]
+            picked = candidates
+        else:
+            groups = (candidates if self.group_mode
+                      else np.unique(groups_of_queries(offsets, candidates)))
+            queries = queries_of_groups(offsets, groups)
+            errors = state.answer_groups(self.workload, groups)  # type: ignore[attr-defined]
+            true = self.answers[queries]
+            starts = np.concatenate([[0], np.cumsum(offsets[groups + 1] - offsets[groups])[:-1]])
+            picked = (np.arange(groups.size) if self.group_mode
+                      else np.searchsorted(queries, candidates))
+        errors *= state.total  # type: ignore[attr-defined]
+        errors -= true
         np.abs(errors, out=errors)
         if self.group_mode:
-            errors = np.add.reduceat(errors, self.workload.group_offsets[:-1])  # type: ignore[attr-defined]
+            errors = np.add.reduceat(errors, starts)
         np.minimum(errors, SCORE_CAP, out=errors)
-        errors -= self.penalties
+        errors = errors[picked]
+        errors -= self.penalties[candidates]
         return errors
 
     def true_answers(self, queries: slice) -> np.ndarray:
@@ -210,6 +242,9 @@ class LazySelection:
             from fastmwem.indices.factory import INDEX_SPECS
 
             raise ValueError(f"index must be one of {', '.join(INDEX_SPECS)}, got {self.index!r}")
+
+    #: The scores ``|<q, h - n a>|`` need the private and synthetic histograms as dense vectors.
+    requires_dense = True
 
     @property
     def name(self) -> str:
@@ -254,10 +289,10 @@ class LazySelection:
             sensitivity=float(workload.query_sensitivity),  # type: ignore[attr-defined]
             absolute=True, k=self.k, allow_uncertified=self.allow_uncertified)
 
-    def prepare(self, workload: object, true_histogram: np.ndarray, *, epsilon: float,
+    def prepare(self, workload: object, private: PrivateData, *, epsilon: float,
                 group_mode: bool, sensitivities: np.ndarray, penalties: np.ndarray) -> Chooser:
         # The offsets are read once: some workloads build an array of m + 1 entries per access.
-        return _LazyChooser(workload, np.asarray(true_histogram, dtype=np.float64),
+        return _LazyChooser(workload, np.asarray(private.histogram(), dtype=np.float64),
                             self._mechanism(workload, epsilon), group_mode,
                             np.asarray(workload.group_offsets))  # type: ignore[attr-defined]
 
@@ -271,8 +306,13 @@ class _LazyChooser:
     offsets: np.ndarray
     tail_draws: list[int] = field(default_factory=list)
 
-    def choose(self, distribution: np.ndarray, total: float, available: np.ndarray | None,
+    def choose(self, state: object, available: np.ndarray | None,
                rng: np.random.Generator) -> int:
+        distribution = getattr(state, "distribution", None)
+        if distribution is None:
+            raise ValueError("selection='lazy' needs a dense synthetic histogram; this state is "
+                             f"{getattr(state, 'kind', type(state).__name__)}")
+        total = state.total  # type: ignore[attr-defined]
         offsets = self.offsets
         exclude = None
         if available is not None and not available.all():

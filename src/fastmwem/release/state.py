@@ -1,15 +1,26 @@
-"""Multiplicative-weights state: a synthetic distribution over a dense domain histogram."""
+"""Multiplicative-weights state: the synthetic distribution MWEM refines, behind one interface.
+
+:class:`SyntheticState` is what a release needs from a synthetic distribution: answers,
+multiplicative-weights updates, and records. :class:`MWState` keeps a dense vector over every
+cell (small domains); :class:`~fastmwem.release.factored.FactoredState` keeps a decomposable
+model that never materialises the domain. The update arithmetic lives in
+:func:`mw_group_step` and :func:`mw_query_step`, which work on any normalised table, so both
+states apply exactly the same rule.
+"""
 
 from __future__ import annotations
 
 import math
+from typing import Protocol, runtime_checkable
 
 import numpy as np
+import pandas as pd
 
-from fastmwem.data.domain import Domain
-from fastmwem.workloads.base import MAX_DENSE_CELLS, LinearWorkload
+from fastmwem.data.domain import Domain, check_dense
+from fastmwem.workloads.base import LinearWorkload, groups_of_queries, queries_of_groups
 
-__all__ = ["MWState", "MAX_RECORDS"]
+__all__ = ["MWState", "SyntheticState", "MAX_RECORDS", "mw_group_step", "mw_query_step",
+           "noisy_start", "sample_records"]
 
 #: Largest record count the state works with. A noisy count above it is clipped (free
 #: post-processing): no dense histogram holds more records than a float64 counts exactly.
@@ -19,6 +30,122 @@ MAX_RECORDS = float(2**53)
 # total mass is positive and finite whatever the measurement; a larger step is split into equal
 # sub-steps, renormalising in between, which multiplies out to the same update.
 _MAX_STEP = 64.0
+
+
+@runtime_checkable
+class SyntheticState(Protocol):
+    """A synthetic distribution over ``domain`` scaled to ``total`` records, refined in place.
+
+    Answers are on the normalised distribution (fractions of records); multiply by ``total``
+    for counts. Everything a state does is post-processing: it never sees the private data.
+    """
+
+    domain: Domain
+    total: float
+
+    @property
+    def kind(self) -> str:
+        """``"dense"``, ``"junction-tree"`` or ``"product"``."""
+        ...
+
+    def answer(self, workload: LinearWorkload) -> np.ndarray:
+        """Answers of every query of ``workload``."""
+        ...
+
+    def answer_group(self, workload: LinearWorkload, group: int) -> np.ndarray:
+        """Answers of the queries of one group."""
+        ...
+
+    def answer_groups(self, workload: LinearWorkload, groups: np.ndarray) -> np.ndarray:
+        """Answers of the queries of ``groups`` (sorted group ids), concatenated in that order."""
+        ...
+
+    def measurable(self, workload: LinearWorkload, groups: np.ndarray) -> np.ndarray:
+        """Which of ``groups`` the state can measure now (public: from its structure only)."""
+        ...
+
+    def update_group(self, workload: LinearWorkload, group: int, measured: np.ndarray) -> None:
+        """Multiplicative-weights step for a measured group."""
+        ...
+
+    def update_query(self, workload: LinearWorkload, query: int, measured: float, *,
+                     offsets: np.ndarray | None = None) -> None:
+        """Multiplicative-weights step for one measured query."""
+        ...
+
+    def pass_order(self, workload: LinearWorkload, groups: list[int]) -> list[int]:
+        """The order in which a reuse pass applies measurements of ``groups`` (positions)."""
+        ...
+
+    def checkpoint(self) -> object:
+        """A snapshot for :meth:`moved` (may reuse one buffer: only the latest is valid)."""
+        ...
+
+    def moved(self, checkpoint: object) -> float:
+        """How far the distribution moved since ``checkpoint`` (L1; may consume it)."""
+        ...
+
+    def sample(self, n: int, rng: np.random.Generator) -> pd.DataFrame:
+        """``n`` records drawn independently, as integer codes per attribute."""
+        ...
+
+
+def _residuals(workload: LinearWorkload, measured: np.ndarray, current: np.ndarray,
+               total: float) -> tuple[np.ndarray, float]:
+    """Unit residuals ``(clip(m / total) - q(p)) / s`` in ``[-2, 2]``, and ``s``."""
+    s = float(workload.query_sensitivity)
+    nonnegative = bool(getattr(workload, "nonnegative_queries", False))
+    return _unit_residuals(measured, current, s, nonnegative, total), s
+
+
+def _unit_residuals(measured: np.ndarray, current: np.ndarray, s: float, nonnegative: bool,
+                    total: float) -> np.ndarray:
+    low = 0.0 if nonnegative else -s
+    target = np.clip(np.asarray(measured, dtype=np.float64) / total, low, s)
+    return (target - current) / s
+
+
+def mw_group_step(p: np.ndarray, workload: LinearWorkload, group: int, measured: np.ndarray,
+                  total: float) -> None:
+    """In place on the normalised ``p``: the multiplicative-weights step for a measured group.
+
+    ``p`` is a histogram of ``workload`` (a flat float64 array summing to 1).
+    """
+    current = workload.answer_group(p, group)
+    residuals, s = _residuals(workload, measured, current, total)
+    log_factors = residuals / (2.0 * s)
+    if getattr(workload, "groups_partition_cells", False):
+        # Each cell lies in exactly one query of the group with q(x) = 1, so the new total
+        # mass is known from the group's answers: fold the normalisation into the factors
+        # and save a pass over the histogram. The residuals lie in [-2, 2], so every shifted
+        # factor is at least e^-2 and so is the mass (the group's answers sum to 1).
+        shifted = log_factors - log_factors.max()
+        mass = float((current * np.exp(shifted)).sum())
+        workload.multiply_group(p, group, shifted - math.log(mass))
+        return
+    # |sum_q log_factors[q] q(x)| <= sum_q |residuals[q]| / 2, as |q(x)| <= s.
+    steps = max(1, math.ceil(float(np.abs(residuals).sum()) / (2.0 * _MAX_STEP)))
+    for _ in range(steps):
+        workload.multiply_group(p, group, log_factors / steps)
+        p /= p.sum()
+
+
+def mw_query_step(p: np.ndarray, workload: LinearWorkload, group: int, position: int,
+                  measured: float, total: float) -> None:
+    """In place on the normalised ``p``: the step for query ``position`` of ``group``."""
+    answers = workload.answer_group(p, group)
+    current = answers[position:position + 1]
+    residual, s = _residuals(workload, np.array([measured]), current, total)
+    log_factors = np.zeros(answers.size)
+    # |residual| <= 2 and |q(x)| <= s: the factors lie within e^(+-1), no split needed.
+    log_factors[position] = float(residual[0]) / (2.0 * s)
+    workload.multiply_group(p, group, log_factors)
+    p /= p.sum()
+
+
+def group_of(offsets: np.ndarray, query: int) -> int:
+    """The group holding ``query``, given the workload's ``group_offsets``."""
+    return int(groups_of_queries(offsets, np.array([query]))[0])
 
 
 class MWState:
@@ -38,11 +165,7 @@ class MWState:
     """
 
     def __init__(self, domain: Domain, distribution: np.ndarray, total: float) -> None:
-        if domain.size > MAX_DENSE_CELLS:
-            raise ValueError(
-                f"the domain has {domain.size} cells, more than the dense-histogram limit of "
-                f"{MAX_DENSE_CELLS}"
-            )
+        check_dense(domain.size, "the domain", "use a factored state")
         p = np.asarray(distribution, dtype=np.float64).reshape(-1)
         if p.size != domain.size:
             raise ValueError(f"distribution must have {domain.size} cells, got {p.size}")
@@ -53,6 +176,7 @@ class MWState:
         self.domain = domain
         self.distribution = p / p.sum()
         self.total = float(total)
+        self._scratch: np.ndarray | None = None
 
     @classmethod
     def uniform(cls, domain: Domain, total: float) -> MWState:
@@ -68,55 +192,39 @@ class MWState:
         finite whatever the noise. A writable float64 ``noisy`` is overwritten (it is usually a
         fresh noisy array the size of the domain, so this saves a copy).
         """
-        start = np.asarray(noisy, dtype=np.float64).reshape(-1)
-        if not start.flags.writeable:
-            start = start.copy()
-        np.clip(start, 0.0, float(total), out=start)
-        mass = float(start.sum())
-        if mass <= 0:
-            start.fill(1.0 / domain.size)
-        else:
-            start *= (1 - uniform_mix) / mass
-            start += uniform_mix / domain.size
+        start = noisy_start(noisy, total, uniform_mix)
         return cls(domain, start, total)
 
     @property
     def histogram(self) -> np.ndarray:
         return self.distribution * self.total
 
+    @property
+    def kind(self) -> str:
+        return "dense"
+
+    # -- answers -------------------------------------------------------------------------------
+    def answer(self, workload: LinearWorkload) -> np.ndarray:
+        return workload.answer(self.distribution)
+
+    def answer_group(self, workload: LinearWorkload, group: int) -> np.ndarray:
+        return workload.answer_group(self.distribution, group)
+
+    def answer_groups(self, workload: LinearWorkload, groups: np.ndarray) -> np.ndarray:
+        groups = np.asarray(groups, dtype=np.int64)
+        offsets = np.asarray(workload.group_offsets)
+        if 4 * groups.size > offsets.size - 1:
+            # Most groups: one full answer shares work between groups.
+            return self.answer(workload)[queries_of_groups(offsets, groups)]
+        return np.concatenate([self.answer_group(workload, int(g)) for g in groups])
+
+    def measurable(self, workload: LinearWorkload, groups: np.ndarray) -> np.ndarray:
+        return np.ones(np.asarray(groups).size, dtype=bool)
+
     # -- updates -------------------------------------------------------------------------------
-    def _residuals(self, workload: LinearWorkload, measured: np.ndarray,
-                   current: np.ndarray) -> tuple[np.ndarray, float]:
-        """Unit residuals ``(clip(m / total) - q(p)) / s`` in ``[-2, 2]``, and ``s``."""
-        s = float(workload.query_sensitivity)
-        nonnegative = bool(getattr(workload, "nonnegative_queries", False))
-        return self._unit_residuals(measured, current, s, nonnegative), s
-
-    def _unit_residuals(self, measured: np.ndarray, current: np.ndarray, s: float,
-                        nonnegative: bool) -> np.ndarray:
-        low = 0.0 if nonnegative else -s
-        target = np.clip(np.asarray(measured, dtype=np.float64) / self.total, low, s)
-        return (target - current) / s
-
     def update_group(self, workload: LinearWorkload, group: int, measured: np.ndarray) -> None:
         """Multiplicative-weights step for a measured group (one noisy answer per query)."""
-        current = workload.answer_group(self.distribution, group)
-        residuals, s = self._residuals(workload, measured, current)
-        log_factors = residuals / (2.0 * s)
-        if getattr(workload, "groups_partition_cells", False):
-            # Each cell lies in exactly one query of the group with q(x) = 1, so the new total
-            # mass is known from the group's answers: fold the normalisation into the factors
-            # and save a pass over the histogram. The residuals lie in [-2, 2], so every shifted
-            # factor is at least e^-2 and so is the mass (the group's answers sum to 1).
-            shifted = log_factors - log_factors.max()
-            mass = float((current * np.exp(shifted)).sum())
-            workload.multiply_group(self.distribution, group, shifted - math.log(mass))
-            return
-        # |sum_q log_factors[q] q(x)| <= sum_q |residuals[q]| / 2, as |q(x)| <= s.
-        steps = max(1, math.ceil(float(np.abs(residuals).sum()) / (2.0 * _MAX_STEP)))
-        for _ in range(steps):
-            workload.multiply_group(self.distribution, group, log_factors / steps)
-            self._normalise()
+        mw_group_step(self.distribution, workload, group, measured, self.total)
 
     def update_query(self, workload: LinearWorkload, query: int, measured: float, *,
                      offsets: np.ndarray | None = None) -> None:
@@ -127,16 +235,9 @@ class MWState:
         """
         if offsets is None:
             offsets = workload.group_offsets
-        group = int(np.searchsorted(offsets, query, side="right") - 1)
-        answers = workload.answer_group(self.distribution, group)
-        position = query - int(offsets[group])
-        current = answers[position:position + 1]
-        residual, s = self._residuals(workload, np.array([measured]), current)
-        log_factors = np.zeros(answers.size)
-        # |residual| <= 2 and |q(x)| <= s: the factors lie within e^(+-1), no split needed.
-        log_factors[position] = float(residual[0]) / (2.0 * s)
-        workload.multiply_group(self.distribution, group, log_factors)
-        self._normalise()
+        group = group_of(offsets, query)
+        mw_query_step(self.distribution, workload, group, query - int(offsets[group]),
+                      measured, self.total)
 
     def _normalise(self) -> None:
         self.distribution /= self.distribution.sum()
@@ -154,8 +255,58 @@ class MWState:
         if not np.isfinite(s) or s == 0:
             raise ValueError("query must be finite and not all zero")
         current = np.array([float(np.einsum("i,i->", q, self.distribution))])  # no BLAS threads
-        residual = float(self._unit_residuals(np.array([measured]), current, s,
-                                              bool(q.min() >= 0))[0])
+        residual = float(_unit_residuals(np.array([measured]), current, s, bool(q.min() >= 0),
+                                         self.total)[0])
         # |residual| <= 2 and |q(x)| / s <= 1: every factor lies within e^(+-1).
         self.distribution *= np.exp(q * (residual / (2.0 * s)))
         self._normalise()
+
+    # -- reuse passes and records ----------------------------------------------------------------
+    def pass_order(self, workload: LinearWorkload, groups: list[int]) -> list[int]:
+        """Measurements in the order they were taken."""
+        return list(range(len(groups)))
+
+    def checkpoint(self) -> np.ndarray:
+        if self._scratch is None:
+            self._scratch = np.empty_like(self.distribution)
+        np.copyto(self._scratch, self.distribution)
+        return self._scratch
+
+    def moved(self, checkpoint: object) -> float:
+        """``sum |p - checkpoint|``, computed in ``checkpoint`` (which it overwrites)."""
+        scratch = checkpoint
+        np.subtract(self.distribution, scratch, out=scratch)  # type: ignore[call-overload]
+        np.abs(scratch, out=scratch)  # type: ignore[call-overload]
+        return float(scratch.sum())  # type: ignore[attr-defined]
+
+    def sample(self, n: int, rng: np.random.Generator) -> pd.DataFrame:
+        return sample_records(self.distribution, self.domain, n, rng)
+
+
+def sample_records(distribution: np.ndarray, domain: Domain, n: int,
+                   rng: np.random.Generator) -> pd.DataFrame:
+    """Draw ``n`` records from a distribution over the cells, as integer codes per attribute."""
+    counts = rng.multinomial(n, distribution / distribution.sum())
+    cells = np.repeat(np.arange(distribution.size), counts)
+    rng.shuffle(cells)
+    codes = np.unravel_index(cells, domain.shape)
+    return pd.DataFrame({a: c.astype(np.int64) for a, c in zip(domain.attributes, codes)})
+
+
+def noisy_start(noisy: np.ndarray, total: float, uniform_mix: float) -> np.ndarray:
+    """A noisy table clipped to ``[0, total]``, normalised and mixed with the uniform law.
+
+    The mix keeps every cell positive (multiplicative weights never revive a zero); clipping
+    keeps the sum finite whatever the noise. A writable float64 ``noisy`` is overwritten.
+    """
+    start = np.asarray(noisy, dtype=np.float64).reshape(-1)
+    if not start.flags.writeable:
+        start = start.copy()
+    np.clip(start, 0.0, float(total), out=start)
+    mass = float(start.sum())
+    if mass <= 0:
+        start.fill(1.0 / start.size)
+    else:
+        start *= (1 - uniform_mix) / mass
+        start += uniform_mix / start.size
+    return start

@@ -19,13 +19,11 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from fastmwem._validation import check_int
-from fastmwem.data.domain import Domain
+from fastmwem.data.domain import MAX_DENSE_CELLS, Domain
 from fastmwem.workloads.oracles import ExactOracle, ScanOracle, check_query_ids
 
-__all__ = ["Workload", "LinearWorkload", "check_histogram", "MAX_DENSE_CELLS", "MAX_QUERY_VALUE"]
-
-#: Largest dense histogram the library will allocate (cells); above it, a factored method is needed.
-MAX_DENSE_CELLS = 2**26
+__all__ = ["Workload", "LinearWorkload", "check_histogram", "MAX_DENSE_CELLS", "MAX_QUERY_VALUE",
+           "groups_of_queries", "queries_of_groups"]
 
 #: Largest ``|q(x)|`` a workload may hold. Answers on a histogram of up to 2**63 records, and
 #: sums of up to 2**40 of them, then stay far inside the float range, so that nothing downstream
@@ -45,6 +43,20 @@ def check_histogram(histogram: object, domain: Domain, name: str = "histogram") 
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} must be finite")
     return arr
+
+
+def groups_of_queries(offsets: np.ndarray, queries: np.ndarray) -> np.ndarray:
+    """The group of each query id, given a workload's ``group_offsets``."""
+    return np.searchsorted(offsets, queries, side="right") - 1
+
+
+def queries_of_groups(offsets: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    """The query ids of ``groups`` (group ids in any order), concatenated in that order."""
+    groups = np.asarray(groups, dtype=np.int64)
+    starts = offsets[groups]
+    sizes = offsets[groups + 1] - starts
+    shift = np.repeat(starts - np.concatenate([[0], np.cumsum(sizes)[:-1]]), sizes)
+    return np.arange(int(sizes.sum()), dtype=np.int64) + shift
 
 
 @runtime_checkable
@@ -191,6 +203,47 @@ class LinearWorkload(abc.ABC):
         workload with more structure returns a faster exact oracle.
         """
         return ScanOracle(self.n_queries, self.domain.size, self.answer, self._answer_queries)
+
+    # -- marginal structure ----------------------------------------------------------------------
+    def group_attributes(self, group: int) -> tuple[int, ...] | None:
+        """The sorted axes the queries of ``group`` depend on, or ``None`` (no known structure).
+
+        A workload that gives axes for every group has a *marginal structure*: each group's
+        answers are a function of the marginal on its axes, so a factored synthetic distribution
+        can answer and update it without a histogram over the whole domain.
+        """
+        return None
+
+    def group_on_marginal(self, group: int, axes: tuple[int, ...]) -> tuple[LinearWorkload, int]:
+        """Group ``group`` as group ``local`` of a workload over the marginal domain on ``axes``.
+
+        ``axes`` (sorted) must contain :meth:`group_attributes`; the returned workload is over
+        ``domain.project`` of those attributes (in domain order), so its histograms are marginal
+        tables flattened in C order, and its group ``local`` has the same queries as ``group``.
+
+        Raises:
+            TypeError: the workload has no marginal structure.
+            ValueError: ``axes`` does not contain the group's attributes.
+        """
+        raise TypeError(f"{type(self).__name__} has no marginal structure")
+
+    def answer_on_marginal(self, group: int, marginal: np.ndarray) -> np.ndarray:
+        """Answers of ``group`` from its marginal (the table on :meth:`group_attributes`)."""
+        axes = self.group_attributes(group)
+        if axes is None:
+            raise TypeError(f"{type(self).__name__} has no marginal structure")
+        sub, local = self.group_on_marginal(group, axes)
+        return sub.answer_group(np.asarray(marginal, dtype=np.float64).reshape(-1), local)
+
+    def _marginal_domain(self, group: int, axes: tuple[int, ...]) -> Domain:
+        """The domain of the marginal on ``axes``, after checking it covers ``group``."""
+        own = self.group_attributes(group)
+        if own is None:
+            raise TypeError(f"{type(self).__name__} has no marginal structure")
+        if tuple(sorted(set(axes))) != tuple(axes) or not set(own) <= set(axes):
+            raise ValueError(f"axes must be sorted, distinct and contain the group's axes {own}, "
+                             f"got {axes}")
+        return self.domain.project([self.domain.attributes[a] for a in axes])
 
     # -- updates -----------------------------------------------------------------------------
     def multiply_group(self, histogram: np.ndarray, group: int, log_factors: np.ndarray) -> None:

@@ -145,6 +145,19 @@ class Concatenate(LinearWorkload):
             out[sel] = own(hist, local) if own is not None else np.asarray(part.answer(hist))[local]
         return out
 
+    def group_attributes(self, group: int) -> tuple[int, ...] | None:
+        i, g = self._locate_group(group)
+        own = getattr(self.parts[i], "group_attributes", None)
+        return None if own is None else own(g)
+
+    def group_on_marginal(self, group: int, axes: tuple[int, ...]) -> tuple[LinearWorkload, int]:
+        i, g = self._locate_group(group)
+        return self.parts[i].group_on_marginal(g, axes)
+
+    def answer_on_marginal(self, group: int, marginal: np.ndarray) -> np.ndarray:
+        i, g = self._locate_group(group)
+        return self.parts[i].answer_on_marginal(g, marginal)
+
     def top_k_oracle(self) -> ConcatenatedOracle:
         """The parts' own oracles, merged: exact, and as fast as the parts' structure allows."""
         return ConcatenatedOracle([_part_oracle(p) for p in self.parts])

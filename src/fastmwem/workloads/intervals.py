@@ -126,6 +126,21 @@ class AllIntervals(UnitBoxQueries, LinearWorkload):
         lo, hi = self.bounds(ids)
         return prefix[hi + 1] - prefix[lo]
 
+    def group_attributes(self, group: int) -> tuple[int, ...]:
+        check_int(group, "group", minimum=0, maximum=self.n_groups - 1)
+        return (self.domain.axis(self.attribute),)
+
+    def group_on_marginal(self, group: int, axes: tuple[int, ...]) -> tuple[AllIntervals, int]:
+        return AllIntervals(self._marginal_domain(group, axes), self.attribute), group
+
+    def answer_on_marginal(self, group: int, marginal: np.ndarray) -> np.ndarray:
+        values = np.asarray(marginal, dtype=np.float64).reshape(-1)
+        if values.size != self.n_values:
+            raise ValueError(f"marginal must have {self.n_values} cells, got {values.size}")
+        lo, hi = self.bounds(np.array([check_int(group, "group", minimum=0,
+                                                 maximum=self.n_groups - 1)]))
+        return np.array([values[int(lo[0]):int(hi[0]) + 1].sum()])
+
     def _box(self, query: int) -> tuple[slice, ...]:
         merged, kept = self._layout
         lo, hi = self.bounds(np.array([query]))

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from fastmwem._validation import check_int
-from fastmwem.data.domain import Domain
+from fastmwem.data.domain import Domain, check_dense
 from fastmwem.workloads._common import (
     check_inplace_histogram,
     check_log_factors,
@@ -17,7 +17,7 @@ from fastmwem.workloads._common import (
     flat_histogram,
     merged_layout,
 )
-from fastmwem.workloads.base import MAX_DENSE_CELLS, LinearWorkload, check_histogram
+from fastmwem.workloads.base import LinearWorkload, check_histogram
 
 __all__ = ["Marginals"]
 
@@ -67,12 +67,7 @@ class Marginals(LinearWorkload):
         # Python integers: a product of many large sizes would wrap around in int64.
         sizes = [math.prod(domain.shape[i] for i in axes) for axes in sets]
         for axes, size in zip(sets, sizes):
-            if size > MAX_DENSE_CELLS:
-                names = [domain.attributes[i] for i in axes]
-                raise ValueError(
-                    f"the marginal on {names} has {size} cells, more than the dense limit "
-                    f"MAX_DENSE_CELLS = {MAX_DENSE_CELLS}"
-                )
+            check_dense(size, f"the marginal on {[domain.attributes[i] for i in axes]}")
         self._offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         self._layouts = [merged_layout(domain.shape, axes) for axes in sets]
         self._index_cache: dict[int, np.ndarray] = {}
@@ -112,6 +107,22 @@ class Marginals(LinearWorkload):
 
     def describe_group(self, group: int) -> str:
         return "marginal(" + ", ".join(self.attribute_sets[group]) + ")"
+
+    # -- marginal structure ----------------------------------------------------------------------
+    def group_attributes(self, group: int) -> tuple[int, ...]:
+        return self.axes[check_int(group, "group", minimum=0, maximum=self.n_groups - 1)]
+
+    def group_on_marginal(self, group: int, axes: tuple[int, ...]) -> tuple[Marginals, int]:
+        sub = self._marginal_domain(group, axes)
+        return Marginals(sub, [self.attribute_sets[group]]), 0
+
+    def answer_on_marginal(self, group: int, marginal: np.ndarray) -> np.ndarray:
+        # The group's queries are the cells of its marginal, in the same (C) order.
+        g = check_int(group, "group", minimum=0, maximum=self.n_groups - 1)
+        out = np.array(marginal, dtype=np.float64).reshape(-1)
+        if out.size != int(self.group_sizes()[g]):
+            raise ValueError(f"marginal must have {int(self.group_sizes()[g])} cells, got {out.size}")
+        return out
 
     # -- answers -----------------------------------------------------------------------------
     def answer_group(self, histogram: np.ndarray, group: int) -> np.ndarray:

@@ -279,6 +279,15 @@ class RangeQueries(UnitBoxQueries, LinearWorkload):
         flat, pos, sign = self._corners_of(self._lo[ids], self._hi[ids])
         return np.bincount(pos, weights=sign * prefix.reshape(-1)[flat], minlength=ids.size)
 
+    def group_attributes(self, group: int) -> tuple[int, ...]:
+        check_int(group, "group", minimum=0, maximum=self.n_groups - 1)
+        return self._axes
+
+    def group_on_marginal(self, group: int, axes: tuple[int, ...]) -> tuple[RangeQueries, int]:
+        sub = self._marginal_domain(group, axes)
+        return RangeQueries(sub, self.attributes, self.lower[group:group + 1],
+                            self.upper[group:group + 1]), 0
+
     def _box(self, query: int) -> tuple[slice, ...]:
         merged, kept = self._layout
         box = [slice(None)] * len(merged)

@@ -35,7 +35,7 @@ def test_attribute_sets_are_checked(domain, monkeypatch):
         check_attribute_sets(domain, "abc")
     with pytest.raises(TypeError, match="list of attribute sets"):
         check_attribute_sets(domain, 3)
-    monkeypatch.setattr("fastmwem.workloads.base.MAX_DENSE_CELLS", 16)
+    monkeypatch.setattr("fastmwem.data.domain.MAX_DENSE_CELLS", 16)
     with pytest.raises(ValueError, match=r"the marginal on \['b', 'c'\] has 20 cells"):
         check_attribute_sets(domain, [("b", "c")])
 
