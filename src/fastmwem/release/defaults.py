@@ -11,8 +11,9 @@ the ``T`` rounds and ``Delta`` the group's sensitivity, so the expected L1 norm 
 ``C * Delta * 2T / eps_r``; the ``n`` records themselves move the group's answers by ``n * Delta``
 in L1. The default ``T`` is the largest number of rounds (at most ``MAX_DEFAULT_ROUNDS`` and the
 number of candidate groups, at least 1) for which the ratio ``2 T C / (eps_r n)`` is at most
-``NOISE_SHARE``, with ``C`` the mean group size: with few records per cell, fewer and more
-accurate measurements. Default runs also test the first measurement (``noise_test``, see
+``NOISE_SHARE``, with ``C`` the mean group size (for a factored model, which selects among
+marginals of every size with a per-cell penalty, the smallest candidate's): with few records
+per cell, fewer and more accurate measurements. Default runs also test the first measurement (``noise_test``, see
 :mod:`fastmwem.release.noise`): if it lies within its noise of the uniform start, the output
 stays uniform.
 """
@@ -183,7 +184,10 @@ def mwem_auto(
         total = int(round(min(max(noisy, 1.0), MAX_RECORDS)))  # clipping is post-processing
     if by_rule:
         sizes = np.diff(setup.offsets)[setup.candidates] if setup.group_mode else np.ones(1)
-        rounds = default_rounds(ceiling=ceiling, cells=float(sizes.mean()), epsilon_rounds=rest,
+        # A factored run selects among marginals of every size with a per-cell penalty, so its
+        # rounds can always measure the smallest; a dense run measures the workload's own groups.
+        cells = float(sizes.mean() if model == "dense" else sizes.min())
+        rounds = default_rounds(ceiling=ceiling, cells=cells, epsilon_rounds=rest,
                                 records=float(total))
     if before_rounds is not None:
         before_rounds(float(total))
