@@ -48,9 +48,9 @@ class TimedSelection:
         self.inner.check(workload, **kwargs)
         self.check_s += time.perf_counter() - started
 
-    def prepare(self, workload, true_histogram, **kwargs):
+    def prepare(self, workload, private, **kwargs):
         started = time.perf_counter()
-        chooser = self.inner.prepare(workload, true_histogram, **kwargs)
+        chooser = self.inner.prepare(workload, private, **kwargs)
         self.prepare_s += time.perf_counter() - started
         return _TimedChooser(chooser, self.choose_s)
 
@@ -60,9 +60,9 @@ class _TimedChooser:
     chooser: object
     times: list[float]
 
-    def choose(self, distribution, total, available, rng) -> int:
+    def choose(self, state, available, rng) -> int:
         started = time.perf_counter()
-        out = self.chooser.choose(distribution, total, available, rng)
+        out = self.chooser.choose(state, available, rng)
         self.times.append(time.perf_counter() - started)
         return out
 

@@ -33,7 +33,9 @@ from _fast_common import (
 from scipy import stats
 
 from fastmwem import mwem
+from fastmwem.release._private import PrivateView
 from fastmwem.release.selection import LazySelection
+from fastmwem.release.state import MWState
 from fastmwem.workloads import RandomCountingQueries
 
 BINS = 10
@@ -73,11 +75,13 @@ def main() -> None:
     selection = LazySelection()
     sens = np.ones(workload.n_queries)
     selection.check(workload, epsilon=epsilon, group_mode=False, sensitivities=sens)
-    chooser = selection.prepare(workload, hist, epsilon=epsilon, group_mode=False,
+    private = PrivateView(data, workload, dense=True, groups=np.arange(workload.n_groups))
+    chooser = selection.prepare(workload, private, epsilon=epsilon, group_mode=False,
                                 sensitivities=sens, penalties=np.zeros(workload.n_queries))
     gen = release_generator("chacha", 2024)
     started = time.perf_counter()
-    picks = np.array([chooser.choose(distribution, state.total, available, gen)
+    synthetic = MWState(workload.domain, distribution, state.total)
+    picks = np.array([chooser.choose(synthetic, available, gen)
                       for _ in range(args.draws)])
     seconds = time.perf_counter() - started
     if not available[picks].all():

@@ -59,11 +59,12 @@ class PrivateView:
         workload: the run's workload.
         dense: whether the run keeps a dense histogram.
         groups: the groups that may ever be selected (factored runs read only their
-            marginals); may be narrowed before :meth:`answers` is called.
+            marginals); may be narrowed before :meth:`answers` is called. Unused (may be
+            ``None``) in dense runs.
     """
 
     def __init__(self, dataset: object, workload: LinearWorkload, *, dense: bool,
-                 groups: np.ndarray) -> None:
+                 groups: np.ndarray | None) -> None:
         self._dataset = dataset
         self._workload = workload
         self.dense = dense

@@ -39,6 +39,7 @@ from fastmwem.release._model import (
     within_cap,
     worth_measuring,
 )
+from fastmwem.release._passes import fit_queries
 from fastmwem.release._private import PrivateView
 from fastmwem.release._setup import MWEMSetup, prepare
 from fastmwem.release.factored import DEFAULT_MAX_CLIQUE_CELLS, FactoredState
@@ -46,7 +47,7 @@ from fastmwem.release.noise import synthetic_answers, within_noise
 from fastmwem.release.resources import _FACTORED_FINAL_PASSES, mwem_resources
 from fastmwem.release.result import MWEMResult, RoundRecord
 from fastmwem.release.selection import RoundSelection, resolve_selection
-from fastmwem.release.state import MAX_RECORDS, MWState, SyntheticState
+from fastmwem.release.state import MAX_RECORDS, MWState, SyntheticState, clipped_targets
 from fastmwem.workloads.base import LinearWorkload, groups_of_queries
 
 __all__ = ["mwem", "MWEMConfig", "mwem_privacy_plan", "choose_model", "plan_setup",
@@ -416,8 +417,10 @@ def mwem(
         progress = resources.seconds > PROGRESS_SECONDS and sys.stderr.isatty()
     bar = _progress_bar(config, resources.seconds) if progress else None
     try:
+        # A dense run reads the histogram, so it needs no list of groups (m entries to sort).
         private = PrivateView(dataset, measured, dense=model == "dense",
-                              groups=candidate_groups(setup, measured))
+                              groups=None if model == "dense"
+                              else candidate_groups(setup, measured))
         result = _run(private, measured, domain, config, setup, model, generator, accountant,
                       bar, schema)
         if measured is not workload:
@@ -470,6 +473,7 @@ class _Run:
     noise_test: float | None = None
     measure_epsilon: float = 0.0
     updating: bool = True
+    rows: list[np.ndarray] = field(default_factory=list)
 
 
 def _start(private: PrivateView, domain: Domain, config: MWEMConfig, model: str,
@@ -594,6 +598,8 @@ def _reuse(run: _Run, workload: LinearWorkload, config: MWEMConfig, passes: int)
     further passes change nothing.
     """
     tolerance = config.reuse_tolerance
+    if _compiled_passes(run, passes):
+        return _reuse_queries(run, workload, passes, tolerance)
     offsets = run.setup.offsets
     groups = [m.group if run.setup.group_mode else groups_of_queries(offsets, m.queries.start)
               for m in run.measurements]
@@ -605,3 +611,28 @@ def _reuse(run: _Run, workload: LinearWorkload, config: MWEMConfig, passes: int)
         if tolerance > 0 and run.state.moved(checkpoint) < tolerance:
             return done
     return passes
+
+
+#: Largest query-row table (cells x measurements) the compiled reuse passes gather.
+MAX_PASS_ROWS_CELLS = 2**22
+
+
+def _compiled_passes(run: _Run, passes: int) -> bool:
+    """Whether the reuse passes can run as one compiled loop over gathered query rows: a dense
+    state, single-query measurements, updates on, and a row table of modest size."""
+    return (passes > 0 and run.updating and not run.setup.group_mode
+            and isinstance(run.state, MWState)
+            and len(run.measurements) * run.state.distribution.size <= MAX_PASS_ROWS_CELLS)
+
+
+def _reuse_queries(run: _Run, workload: LinearWorkload, passes: int, tolerance: float) -> int:
+    """The reuse passes over single measured queries, by :func:`~fastmwem.release._passes.fit_queries`
+    (the same steps as :func:`_update`, in the same order)."""
+    for m in run.measurements[len(run.rows):]:
+        run.rows.append(workload.row(m.queries.start))
+    state = run.state
+    s = float(workload.query_sensitivity)
+    targets = clipped_targets(np.concatenate([m.values for m in run.measurements]), s,
+                              bool(getattr(workload, "nonnegative_queries", False)), state.total)
+    return fit_queries(state.distribution, np.stack(run.rows), targets, s,  # type: ignore[attr-defined]
+                       passes, tolerance)

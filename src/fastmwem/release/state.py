@@ -20,6 +20,7 @@ from fastmwem.data.domain import Domain, check_dense
 from fastmwem.workloads.base import LinearWorkload, groups_of_queries, queries_of_groups
 
 __all__ = ["MWState", "SyntheticState", "MAX_RECORDS", "mw_group_step", "mw_query_step",
+           "clipped_targets",
            "noisy_start", "sample_records"]
 
 #: Largest record count the state works with. A noisy count above it is clipped (free
@@ -100,9 +101,14 @@ def _residuals(workload: LinearWorkload, measured: np.ndarray, current: np.ndarr
 
 def _unit_residuals(measured: np.ndarray, current: np.ndarray, s: float, nonnegative: bool,
                     total: float) -> np.ndarray:
+    return (clipped_targets(measured, s, nonnegative, total) - current) / s
+
+
+def clipped_targets(measured: np.ndarray, s: float, nonnegative: bool,
+                    total: float) -> np.ndarray:
+    """Measured counts as fractions of ``total``, clipped to what a distribution can answer."""
     low = 0.0 if nonnegative else -s
-    target = np.clip(np.asarray(measured, dtype=np.float64) / total, low, s)
-    return (target - current) / s
+    return np.clip(np.asarray(measured, dtype=np.float64) / total, low, s)
 
 
 def mw_group_step(p: np.ndarray, workload: LinearWorkload, group: int, measured: np.ndarray,
