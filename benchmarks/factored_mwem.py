@@ -40,7 +40,7 @@ import numpy as np
 from fastmwem.data import Dataset, Domain
 from fastmwem.datasets import load_nltcs
 from fastmwem.mechanisms import Laplace
-from fastmwem.release import mwem
+from fastmwem.release import mwem, mwem_auto
 from fastmwem.workloads import Marginals
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -188,9 +188,9 @@ def cli_runs(data_dir: str, names: list[str], seeds: int) -> list[dict]:
                 synthetic = Dataset.from_csv(out, data.domain)
                 with open(report, encoding="utf-8") as fh:
                     payload = json.load(fh)
-                # The model's errors: the same run again in-process (same seed, same model).
-                result = mwem(data, Marginals.all_kway(data.domain, 3), epsilon=1.0, rounds=25,
-                              rng=seed)
+                # The model's errors: the same run again in-process (same seed, same defaults).
+                result, _ = mwem_auto(data, Marginals.all_kway(data.domain, 3), epsilon=1.0,
+                                      rng=seed)
                 rows.append({"data": name, "seed": seed, "seconds": seconds,
                              "cells": float(data.domain.size), "records": len(data),
                              "model": payload["model"]["kind"],
@@ -259,11 +259,16 @@ def plot(errors: list[dict], timing: list[dict]) -> None:
     fig.savefig(os.path.join(RESULTS, "factored_mwem.png"), dpi=110)
 
 
+PARTS = ("epsilon", "attributes", "cli")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default=DEFAULT_DATA, help="directory of the data sets")
     parser.add_argument("--seeds", type=int, default=2)
     parser.add_argument("--quick", action="store_true", help="fewer settings (a smoke run)")
+    parser.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS),
+                        help="which parts to run; the others keep their stored results")
     args = parser.parse_args()
     if not os.path.isfile(os.path.join(args.data, "adult.csv")):
         parser.error(f"--data {args.data!r} holds no adult.csv")
@@ -271,28 +276,35 @@ def main() -> None:
 
     epsilons = [0.1, 1.0, 10.0] if args.quick else EPSILONS
     sizes = [10, 20, 40] if args.quick else [10, 20, 40, 80, 160]
-    rows = (error_vs_epsilon("adult", load(args.data, "adult"), ["junction-tree", "product"],
-                             args.seeds, epsilons)
-            + error_vs_epsilon("nltcs", load_nltcs(), ["dense", "junction-tree"], args.seeds,
-                               epsilons))
-    errors = summarise(rows, ("data", "method", "epsilon"),
-                       ("mean_l1_2way", "mean_l1_3way", "seconds", "largest_clique"))
-    timing = time_vs_attributes(sizes, n=20_000 if args.quick else 100_000)
-    cli = cli_runs(args.data, ["adult"] if args.quick else CLI_DATASETS, args.seeds)
-    payload = {
-        "benchmark": "factored_mwem (issue 11)",
-        "machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
-                    "platform": platform.platform()},
-        "seeds": args.seeds,
-        "error_vs_epsilon": {"rows": rows, "summary": errors},
-        "time_vs_attributes": timing,
-        "cli_default": cli,
-    }
+    path = os.path.join(RESULTS, "factored_mwem.json")
+    payload: dict = {}
+    if os.path.isfile(path):
+        with open(path, encoding="utf-8") as fh:
+            payload = json.load(fh)
+    payload.update({"benchmark": "factored_mwem (issue 11)",
+                    "machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
+                                "platform": platform.platform()},
+                    "seeds": args.seeds})
+    if "epsilon" in args.parts:
+        rows = (error_vs_epsilon("adult", load(args.data, "adult"), ["junction-tree", "product"],
+                                 args.seeds, epsilons)
+                + error_vs_epsilon("nltcs", load_nltcs(), ["dense", "junction-tree"],
+                                   args.seeds, epsilons))
+        errors = summarise(rows, ("data", "method", "epsilon"),
+                           ("mean_l1_2way", "mean_l1_3way", "seconds", "largest_clique"))
+        payload["error_vs_epsilon"] = {"rows": rows, "summary": errors}
+    if "attributes" in args.parts:
+        payload["time_vs_attributes"] = time_vs_attributes(sizes,
+                                                           n=20_000 if args.quick else 100_000)
+    if "cli" in args.parts:
+        payload["cli_default"] = cli_runs(args.data, ["adult"] if args.quick else CLI_DATASETS,
+                                          args.seeds)
     os.makedirs(RESULTS, exist_ok=True)
-    with open(os.path.join(RESULTS, "factored_mwem.json"), "w", encoding="utf-8") as fh:
+    with open(path + ".tmp", "w", encoding="utf-8") as fh:
         json.dump(payload, fh, indent=1)
-    plot(errors, timing)
-    for e in errors:
+    os.replace(path + ".tmp", path)
+    plot(payload["error_vs_epsilon"]["summary"], payload["time_vs_attributes"])
+    for e in payload["error_vs_epsilon"]["summary"]:
         print(json.dumps(e))
 
 

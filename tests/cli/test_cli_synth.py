@@ -231,3 +231,31 @@ def test_synth_on_a_domain_above_the_dense_limit(tmp_path, capsys):
     evaluation = payload["evaluation"]
     assert 0 <= evaluation["mean_group_l1"] <= 2 and np.isfinite(evaluation["relative_entropy"])
     assert "NOT PRIVATE" in err
+
+
+def test_allow_uncertified_runs_an_approximate_index_and_says_it_is_not_private(
+        coded_csv, tmp_path, capsys):
+    pytest.importorskip("hnswlib")
+    csv, domain = coded_csv
+    out, report = tmp_path / "syn.csv", tmp_path / "report.json"
+    argv = ["synth", csv, "--domain", domain, "--epsilon", 1, "--out", out,
+            "--workload", "counting:60", "--rounds", 3, "--selection", "lazy",
+            "--index", "hnswlib", "--report", report]
+    code, _, err = run(argv, capsys)
+    assert code == 2 and "no certified gap" in err and "--allow-uncertified" in err
+    assert not out.exists() and not report.exists()
+    code, _, err = run(argv + ["--allow-uncertified"], capsys)
+    assert code == 0, err
+    assert "NO differential-privacy guarantee" in err
+    payload = json.loads(report.read_text())
+    assert payload["private"] is False
+    assert payload["not_private_because"] == ["uncertified approximate top-k oracle"]
+
+
+def test_allow_uncertified_needs_the_lazy_selection(coded_csv, tmp_path, capsys):
+    csv, domain = coded_csv
+    out = tmp_path / "syn.csv"
+    code, _, err = run(["synth", csv, "--domain", domain, "--epsilon", 1, "--out", out,
+                        "--allow-uncertified"], capsys)
+    assert code == 2 and "allow_uncertified" in err and "lazy" in err
+    assert not out.exists()

@@ -218,3 +218,34 @@ def test_one_lazy_selection_rebuilds_its_oracle_for_another_workload():
     assert a is not b
     v = np.arange(16.0)
     np.testing.assert_allclose(b.score(np.arange(20), v), second.answer(v))
+
+
+def test_an_approximate_index_name_is_refused_before_it_is_built(monkeypatch):
+    def never(*args, **kwargs):
+        raise AssertionError("the index was built")
+
+    monkeypatch.setattr("fastmwem.release._oracles.workload_oracle", never)
+    for name in ("hnswlib", "faiss:HNSW32", "faiss:IVF16,Flat"):
+        with pytest.raises(ValueError, match="no certified gap"):
+            LazySelection(index=name)
+    LazySelection(index="faiss:Flat")  # exact: accepted by name
+
+
+def test_a_release_builds_its_index_once(monkeypatch):
+    """mwem_auto checks, plans and runs several configurations of one selection."""
+    from fastmwem.release import _oracles, mwem_auto
+
+    built = []
+    real = _oracles.workload_oracle
+
+    def counted(*args, **kwargs):
+        built.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(_oracles, "workload_oracle", counted)
+    domain = Domain(["a", "b"], [4, 4])
+    workload = RandomCountingQueries(domain, 50, rng=np.random.default_rng(3))
+    dataset = _data(domain, 200, seed=4)
+    mwem_auto(dataset, workload, epsilon=1.0, rounds=4, rng=np.random.default_rng(5),
+              selection="lazy", index="flat")
+    assert len(built) == 1

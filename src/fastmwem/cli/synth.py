@@ -89,8 +89,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "exponential mechanism from an exact top-k search)")
     parser.add_argument("--index", default=None,
                         help="top-k oracle for --selection lazy: flat, bitpacked, faiss:Flat "
-                             "(exact), or an approximate one (refused: no privacy guarantee); "
-                             "default: the workload's own exact oracle")
+                             "(exact), or an approximate one (refused without "
+                             "--allow-uncertified); default: the workload's own exact oracle")
+    parser.add_argument("--allow-uncertified", action="store_true",
+                        help="let --selection lazy run over an approximate index without a "
+                             "certified gap: NO privacy guarantee holds for such a run (the "
+                             'report says "private": false)')
     parser.add_argument("--rows", type=int, default=None,
                         help="number of synthetic records (default: the noisy record count, "
                              "at least 1); written in blocks, checked against the free disk "
@@ -295,7 +299,8 @@ def _report(args: argparse.Namespace, spec: str, result: MWEMResult, choices: MW
 def _options(args: argparse.Namespace) -> dict[str, object]:
     """The MWEM options given on the command line (or their defaults)."""
     return {"reuse_passes": args.reuse_passes, "init": args.init, "output": args.output,
-            "selection": args.selection, "index": args.index}
+            "selection": args.selection, "index": args.index,
+            **({"allow_uncertified": True} if args.allow_uncertified else {})}
 
 
 def _evaluate(dataset: MarginalSource, result: MWEMResult, workload: LinearWorkload

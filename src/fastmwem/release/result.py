@@ -164,9 +164,12 @@ class MWEMResult:
         """A JSON-ready record of the private outputs and the privacy ledger only (no timings).
 
         ``"private"`` is false, with the reasons in ``"not_private_because"``, when the run was
-        seeded. The seed itself is never recorded.
+        seeded or a step has no exact guarantee (a lazy selection over an uncertified approximate
+        oracle, run with ``allow_uncertified=True``). The seed itself is never recorded.
         """
         reasons = ["seeded"] if self.seeded else []
+        if any(getattr(e.event, "exact_guarantee", True) is False for e in self.ledger):
+            reasons.append("uncertified approximate top-k oracle")
         return {
             "private": not reasons,
             "not_private_because": reasons,

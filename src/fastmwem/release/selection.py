@@ -242,6 +242,13 @@ class LazySelection:
             from fastmwem.indices.factory import INDEX_SPECS
 
             raise ValueError(f"index must be one of {', '.join(INDEX_SPECS)}, got {self.index!r}")
+        if isinstance(self.index, str) and not self.allow_uncertified and _approximate(self.index):
+            # Refused by name, before any (possibly long) build of the index.
+            raise ValueError(
+                f"index {self.index!r} is an approximate index with no certified gap: its "
+                "output law would not be the exponential mechanism's and the run would have no "
+                "exact privacy guarantee; use an exact one (flat, bitpacked, faiss:Flat) or pass "
+                "allow_uncertified=True (--allow-uncertified) to run it anyway")
 
     #: The scores ``|<q, h - n a>|`` need the private and synthetic histograms as dense vectors.
     requires_dense = True
@@ -274,11 +281,9 @@ class LazySelection:
         key = id(workload)
         # The entry keeps the workload alive, so its id cannot be reused by another workload.
         if key not in self._cache or self._cache[key][0] is not workload:
-            from fastmwem.release._oracles import workload_oracle
-
             self._cache.clear()
-            self._cache[key] = (workload, workload_oracle(
-                workload, self.index, allow_uncertified=self.allow_uncertified))
+            self._cache[key] = (workload, _shared_oracle(workload, self.index,
+                                                         self.allow_uncertified))
         return self._cache[key][1]
 
     def _mechanism(self, workload: object, epsilon: float) -> object:
@@ -338,6 +343,29 @@ class _LazyChooser:
         answers = self.workload.answer_group(self.true_histogram, group)  # type: ignore[attr-defined]
         base = int(offsets[group])
         return np.asarray(answers)[queries.start - base:queries.stop - base]
+
+
+#: The last oracle built, shared by equal selections (a release checks, plans and runs with
+#: several configurations of one selection; each would otherwise build the index again). One
+#: entry, so at most one index is kept alive; it holds its workload, whose id it is keyed by.
+_LAST_ORACLE: list[tuple[object, object, bool, object]] = []
+
+
+def _shared_oracle(workload: object, index: object, allow_uncertified: bool) -> object:
+    for held, spec, opt_in, oracle in _LAST_ORACLE:
+        if held is workload and opt_in == allow_uncertified and (
+                spec is index or (isinstance(index, str) and spec == index)):
+            return oracle
+    from fastmwem.release._oracles import workload_oracle
+
+    oracle = workload_oracle(workload, index, allow_uncertified=allow_uncertified)
+    _LAST_ORACLE[:] = [(workload, index, allow_uncertified, oracle)]
+    return oracle
+
+
+def _approximate(name: str) -> bool:
+    """Whether the index ``name`` is approximate by construction (no certificate)."""
+    return name == "hnswlib" or (name.startswith("faiss:") and name != "faiss:Flat")
 
 
 def _known_index(name: str) -> bool:
