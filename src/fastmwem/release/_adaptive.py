@@ -15,9 +15,17 @@ from fastmwem.accounting import Accountant
 from fastmwem.data.domain import Domain
 from fastmwem.release._model import selectable
 from fastmwem.release._privacy import measure_event, measurement
-from fastmwem.release._rounds import Measurement, Run, reuse, start_state, update
+from fastmwem.release._rounds import (
+    Measurement,
+    Run,
+    TotalEstimate,
+    reuse,
+    start_state,
+    update,
+)
 from fastmwem.release._setup import MWEMSetup
 from fastmwem.release.annealing import (
+    ADAPTIVE_REUSE_PASSES,
     ADAPTIVE_STEP,
     Annealing,
     expected_abs_noise,
@@ -47,6 +55,7 @@ class AdaptiveRun:
         self.available = setup.candidates.copy()
         self.trace: list[RoundRecord] = []
         self.anneals = 0
+        self.totals: TotalEstimate | None = None
 
     # -- one measurement ---------------------------------------------------------------------------
     def _measure(self, group: int, share: float, rng: np.random.Generator) -> tuple[object, Measurement]:
@@ -55,7 +64,10 @@ class AdaptiveRun:
         queries = workload.group_queries(group)
         values = np.atleast_1d(np.asarray(
             mech.release(self.chooser.true_answers(queries), rng=rng), dtype=np.float64))  # type: ignore[attr-defined]
-        return mech, Measurement(group, queries, values, std=noise_std(mech))
+        std = noise_std(mech)
+        if self.totals is not None:
+            self.run.state.total = self.totals.add(values, std)
+        return mech, Measurement(group, queries, values, std=std)
 
     def _record(self, t: int, group: int, select: float, share: float, mech: object,
                 started: float) -> None:
@@ -90,8 +102,11 @@ class AdaptiveRun:
             self.run.measurements.append(m)
             update(self.run, self.workload, m, self.run.step)
             self._record(0, g, 0.0, share, mech, started)
-        reuse(self.run, self.workload, self.config.reuse_tolerance,  # type: ignore[attr-defined]
-              self.config.reuse_passes)  # type: ignore[attr-defined]
+        self._reuse()
+
+    def _reuse(self) -> None:
+        passes = min(self.config.reuse_passes, ADAPTIVE_REUSE_PASSES)  # type: ignore[attr-defined]
+        reuse(self.run, self.workload, self.config.reuse_tolerance, passes)  # type: ignore[attr-defined]
 
     # -- one round -----------------------------------------------------------------------------------
     def _retune(self, select: float, share: float) -> None:
@@ -125,7 +140,7 @@ class AdaptiveRun:
         mech, m = self._measure(choice, budget.measure, rng)
         run.measurements.append(m)
         update(run, workload, m, run.step)
-        reuse(run, workload, self.config.reuse_tolerance, self.config.reuse_passes)  # type: ignore[attr-defined]
+        self._reuse()
         after = synthetic_answers(run.state, workload, queries, setup.offsets)
         self._record(t, choice, budget.select, budget.measure, mech, started)
         if budget.last:
@@ -144,7 +159,7 @@ def run_adaptive(private: object, workload: LinearWorkload, domain: Domain, conf
     Returns the finished rounds and the schedule's accountant (its ledger is every round's
     charge within the ceiling).
     """
-    state = start_state(private, domain, config, model, rng, split)  # type: ignore[arg-type]
+    state, count_std = start_state(private, domain, config, model, rng, split)  # type: ignore[arg-type]
     if model != "dense":
         from fastmwem.release._model import candidate_groups, worth_measuring
 
@@ -161,6 +176,8 @@ def run_adaptive(private: object, workload: LinearWorkload, domain: Domain, conf
                          else Fraction(1, 8))
     run = Run(state, setup, step=ADAPTIVE_STEP, weighted=True)
     rounds = AdaptiveRun(run, workload, schedule, chooser, weights, config)
+    if count_std is not None and getattr(workload, "groups_partition_cells", False):
+        rounds.totals = TotalEstimate(state.total, count_std)
     rounds.one_way_first(rng)
     t = 0
     while True:

@@ -15,13 +15,14 @@ from fastmwem.data.domain import Domain
 from fastmwem.release._privacy import measurement
 from fastmwem.release._private import PrivateView
 from fastmwem.release._setup import MWEMSetup
+from fastmwem.release.annealing import noise_std
 from fastmwem.release.factored import FactoredState
 from fastmwem.release.noise import synthetic_answers, within_noise
 from fastmwem.release.result import MWEMResult
 from fastmwem.release.state import MAX_RECORDS, MWState, SyntheticState
 from fastmwem.workloads.base import LinearWorkload, groups_of_queries
 
-__all__ = ["Measurement", "Run", "start_state", "update", "reuse", "result_of"]
+__all__ = ["Measurement", "Run", "start_state", "update", "reuse", "result_of", "TotalEstimate"]
 
 
 @dataclass
@@ -56,15 +57,26 @@ class Run:
 
 
 def start_state(private: PrivateView, domain: Domain, config: object, model: str,
-                rng: np.random.Generator, split: dict[str, float]) -> SyntheticState:
-    """The starting state (noisy count, and noisy histogram or 1-way marginals if configured)."""
+                rng: np.random.Generator, split: dict[str, float]
+                ) -> tuple[SyntheticState, float | None]:
+    """The starting state (noisy count, and noisy histogram or 1-way marginals if configured),
+    and the standard deviation of its record count's noise (``None`` for an exact count)."""
     privacy = config.privacy  # type: ignore[attr-defined]
     if config.total is None:  # type: ignore[attr-defined]
-        noisy = float(measurement(privacy, split["count"], 1.0).release(private.count(), rng=rng))
+        counter = measurement(privacy, split["count"], 1.0)
+        noisy = float(counter.release(private.count(), rng=rng))
         # Clipping the noisy count to the feasible range is post-processing.
         total = min(max(noisy, 1.0), MAX_RECORDS)
+        std: float | None = noise_std(counter)
     else:
         total = float(config.total)  # type: ignore[attr-defined]
+        std = config.total_std  # type: ignore[attr-defined]
+    return _start(private, domain, config, model, rng, split, total), std
+
+
+def _start(private: PrivateView, domain: Domain, config: object, model: str,
+           rng: np.random.Generator, split: dict[str, float], total: float) -> SyntheticState:
+    privacy = config.privacy  # type: ignore[attr-defined]
     mix = config.init_uniform_mix  # type: ignore[attr-defined]
     noisy_start = config.init == "noisy-histogram"  # type: ignore[attr-defined]
     if model == "dense":
@@ -88,6 +100,27 @@ def start_state(private: PrivateView, domain: Domain, config: object, model: str
                      for m in one_way]
         return FactoredState.from_noisy_marginals(domain, parts, total, mix, **options)
     return FactoredState(domain, total, **options)  # type: ignore[arg-type]
+
+
+class TotalEstimate:
+    """The record count, refined by every measurement of a whole marginal (post-processing).
+
+    Each noisy marginal sums to the record count plus noise of variance ``cells * std^2``; the
+    inverse-variance mean of those sums and the noisy count is a far better count than the
+    count alone (at epsilon 0.1 on NLTCS the count's own noise is 2-5% of it, and the fitted
+    distribution is biased towards uniform by about that share).
+    """
+
+    def __init__(self, count: float, std: float) -> None:
+        self._weighted = count / std**2
+        self._weight = 1.0 / std**2
+
+    def add(self, values: np.ndarray, std: float) -> float:
+        """Add one marginal's noisy cells; return the new estimate (at least 1)."""
+        variance = values.size * std**2
+        self._weighted += float(values.sum()) / variance
+        self._weight += 1.0 / variance
+        return min(max(self._weighted / self._weight, 1.0), MAX_RECORDS)
 
 
 def update(run: Run, workload: LinearWorkload, m: Measurement, step: float = 1.0) -> None:

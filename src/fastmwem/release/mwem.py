@@ -20,6 +20,7 @@ from fastmwem._validation import (
     check_int,
     check_memory,
     check_noise_scale,
+    check_positive,
     check_probability,
 )
 from fastmwem.accounting import (
@@ -147,8 +148,12 @@ class MWEMConfig:
             certified gap (``"faiss:HNSW32"``, ``"faiss:IVF..."``, ``"hnswlib"``). Such a run has
             NO privacy guarantee: its selection rounds are recorded as
             :class:`~fastmwem.mechanisms.Uncertified` in the ledger. For experiments only.
-        total: a *public* record count, if the data owner publishes one (at most 2**53);
-            ``None`` spends ``count_fraction`` of epsilon on a Laplace count.
+        total: a *public* record count, if the data owner publishes one (at most 2**53), or a
+            count released before the run (see ``total_std``); ``None`` spends
+            ``count_fraction`` of the budget on a noisy count.
+        total_std: the standard deviation of the noise of a released ``total`` (public), so
+            that an adaptive run refines it with its marginals (:class:`~fastmwem.release.
+            _rounds.TotalEstimate`); ``None``: ``total`` is exact.
         count_fraction: share of epsilon spent on the noisy record count when ``total`` is None.
         noise_test: ``None`` (the default) or a significance level in (0, 1) (pure DP with
             fixed rounds only): if the first
@@ -210,6 +215,7 @@ class MWEMConfig:
     delta: float | None = None
     rho: float | None = None
     initial_rounds: int | None = None
+    total_std: float | None = None
 
     def __post_init__(self) -> None:
         _choice(self.privacy, "privacy", PRIVACY_DEFINITIONS)
@@ -256,6 +262,10 @@ class MWEMConfig:
                 raise ValueError(f"cell_penalty must be a finite number >= 0, got {self.cell_penalty}")
         if self.total is not None:
             check_int(self.total, "total", minimum=1, maximum=int(MAX_RECORDS))
+        if self.total_std is not None:
+            check_positive(self.total_std, "total_std")
+            if self.total is None:
+                raise ValueError("total_std is the noise of a given total: give total too")
         self._check_shares()
 
     def _check_shares(self) -> None:
@@ -616,7 +626,7 @@ def _run(private: PrivateView, workload: LinearWorkload, domain: Domain, config:
          setup: MWEMSetup, model: str, rng: np.random.Generator, bar: object,
          fields: dict[str, object]) -> MWEMResult:
     split = config.budget_split(model)
-    state = start_state(private, domain, config, model, rng, split)
+    state, _ = start_state(private, domain, config, model, rng, split)
     if model != "dense":
         setup = worth_measuring(setup, state.total)
         private.groups = candidate_groups(setup, workload)
