@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 
 import pytest
-from scipy.optimize import minimize_scalar
 from hypothesis import given
 from hypothesis import strategies as st
+from scipy.optimize import minimize_scalar
 
 from fastmwem.accounting import Accountant, approx_dp_to_zcdp_budget, zcdp_to_approx_dp
 

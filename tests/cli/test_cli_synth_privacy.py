@@ -18,7 +18,8 @@ def test_zcdp_run_reports_rho_epsilon_and_delta(coded_csv, tmp_path, capsys):
     csv, domain = coded_csv
     out, report = tmp_path / "syn.csv", tmp_path / "report.json"
     code, _, err = run(["synth", csv, "--domain", domain, "--epsilon", 1, "--privacy", "zcdp",
-                        "--delta", 1e-9, "--workload", "marginals:2", "--out", out,
+                        "--delta", 1e-9, "--workload", "marginals:2", "--rounds", "adaptive",
+                        "--out", out,
                         "--report", report, "--seed", 1], capsys)
     assert code == 0, err
     assert "delta=1e-09" in err
