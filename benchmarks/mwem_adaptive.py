@@ -12,7 +12,9 @@ Configurations:
 * ``pure-fixed``: the pure-DP default (the rounds rule and the first-round noise test);
 * ``pure-adaptive``: ``rounds="adaptive"`` under pure DP;
 * ``zcdp-fixed``: ``privacy="zcdp", delta=1e-9`` with 25 fixed rounds;
-* ``zcdp-adaptive``: the zCDP default (budget annealing).
+* ``zcdp-adaptive``: ``rounds="adaptive"`` under zCDP (budget annealing);
+* ``zcdp-default``: the zCDP default (annealing when ``rho n^2`` is large enough on a dense
+  model, else 25 fixed rounds: the same runs as one of the two above).
 
 Run: ``nice -n 5 python benchmarks/mwem_adaptive.py [--seeds 3] [--quick]
 [--data adult.csv --domain adult-domain.json --name adult]``. Writes
@@ -42,7 +44,8 @@ CONFIGS = {
     "pure-fixed": {},
     "pure-adaptive": {"rounds": "adaptive"},
     "zcdp-fixed": {"privacy": "zcdp", "delta": DELTA, "rounds": 25},
-    "zcdp-adaptive": {"privacy": "zcdp", "delta": DELTA},
+    "zcdp-adaptive": {"privacy": "zcdp", "delta": DELTA, "rounds": "adaptive"},
+    "zcdp-default": {"privacy": "zcdp", "delta": DELTA},
 }
 #: Issue 13's AIM reference on NLTCS (mean 3-way L1 at (epsilon, 1e-9)); epsilon 3 unmeasured.
 AIM_NLTCS = {0.1: 0.070, 0.3: 0.030, 1.0: 0.016}

@@ -75,8 +75,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--epsilon", type=float, required=True, help="total privacy budget")
     parser.add_argument("--privacy", choices=["pure", "zcdp"], default="pure",
                         help="pure: epsilon-DP with Laplace noise (default); zcdp: zCDP with "
-                             "discrete Gaussian noise and adaptive rounds, spending the largest "
-                             "rho that gives (epsilon, --delta)-DP")
+                             "discrete Gaussian noise, spending the largest rho that gives "
+                             "(epsilon, --delta)-DP")
     parser.add_argument("--delta", type=float, default=None,
                         help="delta of the (epsilon, delta)-DP guarantee of --privacy zcdp, in "
                              "(0, 1)")
@@ -85,8 +85,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--workload", default=None, help=WORKLOAD_HELP)
     parser.add_argument("--rounds", type=_rounds_arg, default=None,
                         help="MWEM rounds T, or 'adaptive' (budget annealing: rounds continue "
-                             "until the budget is spent). Default: adaptive with --privacy "
-                             "zcdp; with pure DP chosen from epsilon, the workload and the noisy "
+                             "until the budget is spent). Default: with --privacy zcdp, "
+                             "adaptive when the budget is large next to the records (see "
+                             "docs/mwem.md), else 25; with pure DP chosen from epsilon, the "
+                             "workload and the noisy "
                              "record count, at most the number of candidate groups and "
                              f"{MAX_DEFAULT_ROUNDS} (see docs/mwem.md). A --rounds above the "
                              "number of candidate groups is an error")
