@@ -55,6 +55,7 @@ __all__ = [
     "advanced_composition",
     "zcdp_to_approx_dp",
     "approx_dp_to_zcdp_budget",
+    "CONVERSIONS",
     "per_round_epsilon",
 ]
 
@@ -259,38 +260,131 @@ PrivacyEvent = Union[PureDP, BoundedRange, ApproxDP, ZCDP]
 _EVENT_TYPES = (PureDP, BoundedRange, ApproxDP, ZCDP)
 
 
-def zcdp_to_approx_dp(rho: object, delta: object) -> float:
-    """Epsilon such that ``rho``-zCDP implies ``(epsilon, delta)``-DP (Bun and Steinke 2016).
+#: Conversions from zCDP to (epsilon, delta)-DP: ``"bun-steinke"`` (Bun and Steinke 2016,
+#: Prop. 1.3) and ``"tight"`` (Canonne, Kamath and Steinke, "The Discrete Gaussian for
+#: Differential Privacy", arXiv:2004.00010, Cor. 13), which allows a larger ``rho`` for the same
+#: ``(epsilon, delta)`` (1.27x at epsilon 1, delta 1e-9).
+CONVERSIONS = ("bun-steinke", "tight")
 
-    ``epsilon = rho + 2 sqrt(rho ln(1/delta))``, rounded up.
+# Absolute margin, in log(delta), that a tight conversion keeps from its target: the float
+# evaluation of the bound is accurate to ~1e-13 there, so the margin makes the rounding safe.
+_LOG_DELTA_MARGIN = 1e-9
+
+
+def _check_conversion(conversion: object) -> None:
+    if conversion not in CONVERSIONS:
+        raise ValueError(f"conversion must be one of {list(CONVERSIONS)}, got {conversion!r}")
+
+
+def _tight_log_delta(rho: float, epsilon: float, alpha: float) -> float:
+    """``log delta`` of ``rho``-zCDP at ``epsilon`` through the Renyi order ``alpha > 1``.
+
+    ``delta = exp((alpha - 1)(alpha rho - epsilon)) (1 - 1/alpha)^alpha / (alpha - 1)``; every
+    ``alpha > 1`` gives a valid ``delta`` (arXiv:2004.00010, Cor. 13).
+    """
+    return ((alpha - 1.0) * (alpha * rho - epsilon) + alpha * math.log1p(-1.0 / alpha)
+            - math.log(alpha - 1.0))
+
+
+def _tight_best(rho: float, epsilon: float) -> tuple[float, float]:
+    """``(log delta, alpha)`` with ``alpha`` near the minimiser of :func:`_tight_log_delta`.
+
+    The function is smooth and unimodal in ``log(alpha - 1)``: a golden-section search there.
+    """
+    lo, hi = -30.0, math.log(epsilon / rho + 2.0) + 2.0
+    ratio = (math.sqrt(5.0) - 1.0) / 2.0
+
+    def f(u: float) -> float:
+        return _tight_log_delta(rho, epsilon, 1.0 + math.exp(u))
+
+    for _ in range(200):
+        a, b = hi - ratio * (hi - lo), lo + ratio * (hi - lo)
+        if f(a) <= f(b):
+            hi = b
+        else:
+            lo = a
+    u = (lo + hi) / 2
+    return f(u), 1.0 + math.exp(u)
+
+
+def zcdp_to_approx_dp(rho: object, delta: object, *, conversion: str = "bun-steinke") -> float:
+    """Epsilon such that ``rho``-zCDP implies ``(epsilon, delta)``-DP, rounded up.
+
+    ``"bun-steinke"``: ``epsilon = rho + 2 sqrt(rho ln(1/delta))`` (Bun and Steinke 2016);
+    ``"tight"``: the smallest epsilon of arXiv:2004.00010, Cor. 13 (see :data:`CONVERSIONS`).
 
     >>> round(zcdp_to_approx_dp(0.5, 1e-6), 4)
     5.7565
+    >>> zcdp_to_approx_dp(0.5, 1e-6, conversion="tight") < 5.7565
+    True
     """
+    _check_conversion(conversion)
     r = float(exact(rho, "rho", allow_zero=True))
     d = exact(delta, "delta")
     if d >= 1:
         raise ValueError(f"delta must be < 1, got {float(d)}")
-    return float(_round_up(r + 2.0 * math.sqrt(r * _log_inverse(d))))
+    loose = float(_round_up(r + 2.0 * math.sqrt(r * _log_inverse(d))))
+    if conversion == "bun-steinke" or r == 0:
+        return loose
+    # A smaller margin than the budget's, so that a budget's epsilon converts back within it.
+    target = -_log_inverse(d) - _LOG_DELTA_MARGIN / 100
+    lo, hi = 0.0, loose  # the tight epsilon is at most the Bun-Steinke one
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        if _tight_best(r, mid)[0] <= target:
+            hi = mid
+        else:
+            lo = mid
+    return float(_round_up(hi))
 
 
-def approx_dp_to_zcdp_budget(epsilon: object, delta: object) -> Fraction:
+def approx_dp_to_zcdp_budget(epsilon: object, delta: object, *,
+                             conversion: str = "bun-steinke") -> Fraction:
     """The largest ``rho`` whose zCDP-to-DP conversion fits in ``(epsilon, delta)``, rounded down.
 
-    Solves ``rho + 2 sqrt(rho L) = epsilon`` with ``L = ln(1/delta)``:
-    ``rho = (sqrt(L + epsilon) - sqrt(L))**2``.
+    ``"bun-steinke"`` solves ``rho + 2 sqrt(rho L) = epsilon`` with ``L = ln(1/delta)``:
+    ``rho = (sqrt(L + epsilon) - sqrt(L))**2``. ``"tight"`` finds the largest ``rho`` for which
+    some Renyi order ``alpha`` gives ``delta`` in arXiv:2004.00010, Cor. 13, with a safety margin
+    on the float evaluation (see :data:`CONVERSIONS`).
+
+    >>> tight = approx_dp_to_zcdp_budget(1, 1e-9, conversion="tight")
+    >>> round(float(tight / approx_dp_to_zcdp_budget(1, 1e-9)), 2)
+    1.27
     """
+    _check_conversion(conversion)
     e_exact = exact(epsilon, "epsilon")
     e = float(e_exact)
     d = exact(delta, "delta")
     if d >= 1:
         raise ValueError(f"delta must be < 1, got {float(d)}")
+    if conversion == "tight":
+        return _tight_budget(e, d)
     log_term = _log_inverse(d)
     # Written as e^2 / (sqrt(L+e) + sqrt(L))^2 to avoid cancellation when L >> e.
     rho = _round_down(e * e / (math.sqrt(log_term + e) + math.sqrt(log_term)) ** 2)
     # Both directions are rounded conservatively, so the round trip through the (rounded-up)
     # conversion must land within epsilon; step down the few ulps needed to guarantee it.
     while rho > 0 and Fraction(zcdp_to_approx_dp(rho, d)) > e_exact:
+        rho = _round_down(float(rho))
+    return rho
+
+
+def _tight_budget(epsilon: float, delta: Fraction) -> Fraction:
+    """The largest ``rho`` (rounded down) whose tight conversion gives ``(epsilon, delta)``.
+
+    Bisection on ``rho``; the answer is checked again at the Renyi order found for it, and that
+    one order suffices: any ``alpha > 1`` gives a valid ``delta``.
+    """
+    target = -_log_inverse(delta) - _LOG_DELTA_MARGIN
+    lo, hi = 0.0, epsilon
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if _tight_best(mid, epsilon)[0] <= target:
+            lo = mid
+        else:
+            hi = mid
+    rho = _round_down(lo)
+    while rho > 0 and _tight_best(float(rho), epsilon)[0] > target:
         rho = _round_down(float(rho))
     return rho
 

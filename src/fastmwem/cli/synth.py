@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 import time
@@ -11,7 +12,7 @@ from collections.abc import Iterator
 import numpy as np
 import pandas as pd
 
-from fastmwem.accounting import Accountant
+from fastmwem.accounting import Accountant, approx_dp_to_zcdp_budget
 from fastmwem.cli import CLIError, print_warning, warn_seeded
 from fastmwem.cli._io import (
     check_paths,
@@ -59,7 +60,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="private synthetic data with MWEM",
         description=(
             "Fit MWEM to a CSV of integer codes (with --domain) or raw values (with --schema) "
-            "and write synthetic records. Pure epsilon-DP under add/remove-one-record neighbours."
+            "and write synthetic records. Pure epsilon-DP (default) or, with --privacy zcdp "
+            "--delta D, zero-concentrated DP that implies (epsilon, D)-DP; add/remove-one-record "
+            "neighbours."
         ),
     )
     parser.add_argument("input", nargs="?",
@@ -70,13 +73,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     source.add_argument("--domain", help='domain JSON {"column": size}; the CSV holds codes')
     source.add_argument("--schema", help="schema JSON declaring categories and numeric bins")
     parser.add_argument("--epsilon", type=float, required=True, help="total privacy budget")
+    parser.add_argument("--privacy", choices=["pure", "zcdp"], default="pure",
+                        help="pure: epsilon-DP with Laplace noise (default); zcdp: zCDP with "
+                             "discrete Gaussian noise, spending the largest rho that gives "
+                             "(epsilon, --delta)-DP")
+    parser.add_argument("--delta", type=float, default=None,
+                        help="delta of the (epsilon, delta)-DP guarantee of --privacy zcdp, in "
+                             "(0, 1)")
     parser.add_argument("--out", required=True,
                         help="output CSV (or .parquet) of synthetic records")
     parser.add_argument("--workload", default=None, help=WORKLOAD_HELP)
-    parser.add_argument("--rounds", type=int, default=None,
-                        help="MWEM rounds T (default: chosen from epsilon, the workload and the "
-                             "noisy record count, at most the number of candidate groups and "
-                             f"{MAX_DEFAULT_ROUNDS}; see docs/mwem.md). A --rounds above the "
+    parser.add_argument("--rounds", type=_rounds_arg, default=None,
+                        help="MWEM rounds T, or 'adaptive' (budget annealing: rounds continue "
+                             "until the budget is spent). Default: with --privacy zcdp, "
+                             "adaptive when the budget is large next to the records (see "
+                             "docs/mwem.md), else 25; with pure DP chosen from epsilon, the "
+                             "workload and the noisy "
+                             "record count, at most the number of candidate groups and "
+                             f"{MAX_DEFAULT_ROUNDS} (see docs/mwem.md). A --rounds above the "
                              "number of candidate groups is an error")
     parser.add_argument("--reuse-passes", type=int, default=20,
                         help="MW passes over all measurements per round (default 20)")
@@ -144,13 +158,46 @@ def _load(args: argparse.Namespace) -> tuple[MarginalSource, object]:
     return load_source(args)
 
 
+def _rounds_arg(text: str) -> int | str:
+    """``--rounds``: a whole number or ``adaptive``."""
+    if text == "adaptive":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"must be a whole number or 'adaptive', got {text!r}") from None
+
+
 def _check_numbers(args: argparse.Namespace) -> None:
     if args.rows is not None and args.rows < 1:
         raise CLIError(f"--rows must be >= 1, got {args.rows}")
-    if args.rounds is not None and args.rounds < 1:
+    if isinstance(args.rounds, int) and args.rounds < 1:
         raise CLIError(f"--rounds must be >= 1, got {args.rounds}")
+    _check_privacy(args)
     if args.seed is not None and args.seed < 0:
         raise CLIError("--seed must be a non-negative integer")
+
+
+def _check_privacy(args: argparse.Namespace) -> None:
+    """Refuse a privacy definition and delta that do not go together (before any budget)."""
+    if args.privacy == "pure":
+        if args.delta is not None:
+            raise CLIError("--delta is for --privacy zcdp; a pure-DP run (the default) takes "
+                           "--epsilon only")
+        return
+    if args.delta is None:
+        raise CLIError("--privacy zcdp needs --delta (the delta of the (epsilon, delta)-DP "
+                       "guarantee), e.g. --delta 1e-9")
+    if not 0 < args.delta < 1:
+        raise CLIError(f"--delta must lie in (0, 1), got {args.delta}")
+
+
+def _accountant(args: argparse.Namespace) -> Accountant:
+    if args.privacy == "pure":
+        return Accountant(epsilon=args.epsilon)
+    return Accountant(rho=approx_dp_to_zcdp_budget(args.epsilon, args.delta,
+                                                   conversion="tight"))
 
 
 def _row_bytes(domain: Domain, schema: object) -> int:
@@ -190,7 +237,8 @@ def _bytes(n: int) -> str:
 def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     _check_numbers(args)
-    MWEMConfig(epsilon=args.epsilon, rounds=args.rounds or 1, **_options(args))  # fail early
+    MWEMConfig(rounds=args.rounds if isinstance(args.rounds, int) else 1,  # fail early
+               **_budget(args), **_options(args))
     check_source_arguments(args)
     _check_sources(args)
     check_paths({"--out": args.out, "--report": args.report}, _inputs(args))
@@ -210,14 +258,16 @@ def run(args: argparse.Namespace) -> int:
                         "epsilon is spent, nothing else; give --rows)")
 
     result, choices = mwem_auto(
-        dataset, workload, epsilon=args.epsilon, rounds=args.rounds, rng=args.seed,
-        accountant=Accountant(epsilon=args.epsilon), schema=schema, progress=show_progress,
-        before_rounds=before_rounds, **_options(args))
+        dataset, workload, rounds=args.rounds, rng=args.seed, accountant=_accountant(args),
+        schema=schema, progress=show_progress, before_rounds=before_rounds, **_budget(args),
+        **_options(args))
     if args.seed is not None:
         warn_seeded("synth", '; the report says "private": false' if args.report else "")
-    rows = _rows(result.total) if args.rows is None else args.rows
+    # The default rows are the released count the disk was checked for (an adaptive run
+    # refines its own count, which may differ).
+    rows = _rows(choices.record_count) if args.rows is None else args.rows
     if args.rows is None:
-        _warn_if_noisy_count(result.total, choices)
+        _warn_if_noisy_count(choices.record_count, choices, args.privacy)
     blocks = result.sample_chunks(rows, rng=None if args.seed is None else args.seed + 1)
     if show_progress:
         blocks = _with_progress(blocks, rows)
@@ -233,7 +283,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"fastmwem synth: note: the first measurement lay within its noise of the "
               f"{args.init} start, so nothing in the data was detectable at this epsilon: the "
               "output is that start, not fitted to the data", file=sys.stderr)
-    print(f"wrote {rows} synthetic records to {args.out} (epsilon={args.epsilon}, workload "
+    print(f"wrote {rows} synthetic records to {args.out} ({_guarantee(args)}, workload "
           f"{spec} ({_chosen(args.workload)}), {choices.rounds} round{'s' * (choices.rounds != 1)} "
           f"({_chosen(args.rounds)})"
           f", {elapsed:.1f} s)", file=sys.stderr)
@@ -241,6 +291,19 @@ def run(args: argparse.Namespace) -> int:
         print("NOT PRIVATE evaluation against the real data: "
               + ", ".join(f"{k}={v:.4g}" for k, v in evaluation.items()), file=sys.stderr)
     return 0
+
+
+def _budget(args: argparse.Namespace) -> dict[str, object]:
+    """The budget keywords of the run: epsilon, and for zCDP the definition and delta."""
+    if args.privacy == "pure":
+        return {"epsilon": args.epsilon}
+    return {"epsilon": args.epsilon, "privacy": "zcdp", "delta": args.delta}
+
+
+def _guarantee(args: argparse.Namespace) -> str:
+    if args.privacy == "pure":
+        return f"epsilon={args.epsilon}"
+    return f"zCDP giving (epsilon={args.epsilon}, delta={args.delta:g})-DP"
 
 
 def _rows(total: float) -> int:
@@ -252,11 +315,13 @@ def _chosen(value: object) -> str:
     return "default" if value is None else "given"
 
 
-def _warn_if_noisy_count(total: float, choices: MWEMChoices) -> None:
+def _warn_if_noisy_count(total: float, choices: MWEMChoices, privacy: str) -> None:
     """Warn when the record count that sets the default row count is mostly noise."""
     if not choices.count_epsilon:
         return
-    scale = 1.0 / choices.count_epsilon
+    # count_epsilon is a rho under zCDP: the discrete Gaussian's sigma is 1 / sqrt(2 rho)
+    scale = (1.0 / choices.count_epsilon if privacy == "pure"
+             else 1.0 / math.sqrt(2.0 * choices.count_epsilon))
     if scale > _NOISY_COUNT_SHARE * total:
         print_warning("synth", f"the noisy record count ({_rows(total):,}, at least 1) has "
                                f"Laplace noise of scale {scale:.3g}, so the number of rows "
@@ -283,6 +348,9 @@ def _report(args: argparse.Namespace, spec: str, result: MWEMResult, choices: MW
         "workload_chosen": _chosen(args.workload),
         "rounds": choices.rounds,
         "rounds_chosen": _chosen(args.rounds),
+        "rounds_adaptive": choices.adaptive,
+        "privacy": args.privacy,
+        "delta": args.delta,
         "rounds_ceiling": choices.rounds_ceiling,
         "noise_test": choices.noise_test,
         "rows_written": rows,

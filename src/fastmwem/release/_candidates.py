@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import itertools
 
+import numpy as np
+
 from fastmwem.workloads.base import LinearWorkload
 from fastmwem.workloads.concatenate import Concatenate
 from fastmwem.workloads.marginals import Marginals
 
-__all__ = ["CANDIDATE_SETS", "closure_workload"]
+__all__ = ["CANDIDATE_SETS", "closure_workload", "workload_weights"]
 
 #: Values of ``MWEMConfig.candidates``.
 CANDIDATE_SETS = ("auto", "workload", "closure")
@@ -44,3 +46,30 @@ def closure_workload(workload: LinearWorkload) -> LinearWorkload | None:
     names = workload.domain.attributes
     return Concatenate([workload, Marginals(workload.domain,
                                             [[names[a] for a in axes] for axes in extra])])
+
+
+def workload_weights(candidates: LinearWorkload, workload: LinearWorkload) -> np.ndarray:
+    """AIM's weight of each candidate group: how much of the workload it touches, at most 1.
+
+    For a candidate marginal ``r`` and the workload's marginals ``s``, ``sum_s |r & s|`` (shared
+    attributes; AIM, arXiv:2201.12677, s.4), divided by its largest value. Workloads without a
+    marginal structure weigh every candidate 1. Public: it reads the two workloads only.
+    """
+    own = getattr(candidates, "group_attributes", None)
+    theirs = getattr(workload, "group_attributes", None)
+    n = int(candidates.n_groups)
+    if own is None or theirs is None:
+        return np.ones(n)
+    try:
+        targets = [frozenset(theirs(g)) for g in range(int(workload.n_groups))]
+        mine = [frozenset(own(g)) for g in range(n)]
+    except TypeError:  # a group without attributes
+        return np.ones(n)
+    counts: dict[int, int] = {}
+    for axes in targets:
+        for a in axes:
+            counts[a] = counts.get(a, 0) + 1
+    # sum_s |r & s| = sum over r's attributes of the workload marginals holding each one
+    weights = np.array([float(sum(counts.get(a, 0) for a in axes)) for axes in mine])
+    top = float(weights.max())
+    return weights / top if top > 0 else np.ones(n)

@@ -101,8 +101,9 @@ def candidate_workload(config: object, workload: LinearWorkload,
                        model: str) -> LinearWorkload:
     """The workload whose groups the rounds select from (see ``MWEMConfig.candidates``)."""
     wanted = config.candidates  # type: ignore[attr-defined]
-    if wanted == "auto":
-        wanted = "workload" if model == "dense" else "closure"
+    if wanted == "auto":  # adaptive runs select among the closure, as AIM does
+        adaptive = getattr(config, "rounds", 1) is None
+        wanted = "workload" if model == "dense" and not adaptive else "closure"
     if wanted == "workload":
         return workload
     closure = closure_workload(workload)

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from fastmwem._validation import check_noise_scale
+from fastmwem.release._privacy import measurement
+from fastmwem.release.annealing import expected_abs_noise
 from fastmwem.release.selection import SCORE_CAP, RoundSelection
 from fastmwem.workloads.base import MAX_QUERY_VALUE, LinearWorkload
 
@@ -102,7 +104,9 @@ def prepare(config: object, workload: LinearWorkload, model: str = "dense") -> M
     offsets, s, group_sens = check_workload(workload)
     measure = config.measure  # type: ignore[attr-defined]
     group_mode = bool(np.any(np.diff(offsets) > 1)) if measure == "auto" else measure == "group"
-    split = config.budget_split(model)  # type: ignore[attr-defined]
+    split = config.budget_split(  # type: ignore[attr-defined]
+        model, rounds=config.round_count(len(workload.domain)))  # type: ignore[attr-defined]
+    privacy = config.privacy  # type: ignore[attr-defined]
     if group_mode:
         sensitivities = group_sens
         cells = np.diff(offsets).astype(np.float64)
@@ -118,11 +122,15 @@ def prepare(config: object, workload: LinearWorkload, model: str = "dense") -> M
     selection.check(workload, epsilon=split["select"], group_mode=group_mode,
                     sensitivities=sensitivities)
     # The largest measurement's noise must stay finite; smaller sensitivities then do too.
-    check_noise_scale(score_sensitivity, split["measure"],
-                      f"each round's measurement (Laplace, sensitivity {score_sensitivity:.4g})")
+    if privacy == "pure":
+        check_noise_scale(score_sensitivity, split["measure"],
+                          f"each round's measurement (Laplace, sensitivity {score_sensitivity:.4g})")
+    largest = measurement(privacy, split["measure"], score_sensitivity)
     penalty = config.cell_penalty  # type: ignore[attr-defined]
     if penalty is None:
-        penalty = score_sensitivity / split["measure"] if group_mode else 0.0
+        # the expected absolute noise of one measured cell (Laplace: exactly the old formula)
+        penalty = ((score_sensitivity / split["measure"] if privacy == "pure"
+                    else expected_abs_noise(largest)) if group_mode else 0.0)
     with np.errstate(over="ignore"):
         penalties = np.minimum(float(penalty) * cells, SCORE_CAP)
     return MWEMSetup(group_mode, offsets, sensitivities, candidates, penalties, selection)

@@ -30,18 +30,27 @@ from fractions import Fraction
 import numpy as np
 
 from fastmwem._validation import check_int, check_probability
-from fastmwem.accounting import Accountant, BudgetExceededError, PureDP, exact
+from fastmwem.accounting import Accountant, BudgetExceededError, exact
 from fastmwem.data.domain import Domain
-from fastmwem.mechanisms.laplace import Laplace
 from fastmwem.mechanisms.seeding import warn_if_seeded
 from fastmwem.random import make_rng
 from fastmwem.release._model import check_release_inputs
+from fastmwem.release._privacy import (
+    check_accountant,
+    check_budget,
+    default_accountant,
+    guarantee,
+    measure_event,
+    measurement,
+)
+from fastmwem.release.annealing import noise_std
 from fastmwem.release.mwem import MWEMConfig, mwem, mwem_privacy_plan, plan_setup
 from fastmwem.release.result import MWEMResult
 from fastmwem.release.state import MAX_RECORDS
 from fastmwem.workloads.base import LinearWorkload
 
-__all__ = ["mwem_auto", "MWEMChoices", "default_workload_spec", "default_rounds",
+__all__ = ["mwem_auto", "MWEMChoices", "default_workload_spec", "default_rounds", "use_adaptive",
+           "ADAPTIVE_MIN_RHO_N2",
            "DEFAULT_ORDER", "MAX_DEFAULT_ROUNDS", "NOISE_SHARE", "NOISE_TEST_ALPHA"]
 
 #: Order of the default workload's marginals (fewer on a table with fewer columns).
@@ -53,6 +62,11 @@ MAX_DEFAULT_ROUNDS = 25
 #: small tables (uniform and correlated, 200 to 5,000 records) and NLTCS, 3 seeds each
 #: (docs/mwem.md).
 NOISE_SHARE = 0.3
+#: The zCDP default anneals (adaptive rounds) when ``rho n^2`` reaches this, and runs
+#: ``MAX_DEFAULT_ROUNDS`` fixed rounds below it. NLTCS (n = 21,574), 3-way marginals, 3 seeds,
+#: mean L1 fixed / adaptive: epsilon 0.1 (rho n^2 = 8e4) 0.065 / 0.087; 0.3 (7e5) 0.029 /
+#: 0.030; 1 (7e6) 0.018 / 0.015; 3 (6e7) 0.017 / 0.007.
+ADAPTIVE_MIN_RHO_N2 = 2e6
 #: Significance level of the first-round noise test of default runs.
 NOISE_TEST_ALPHA = 0.01
 
@@ -64,6 +78,19 @@ def default_workload_spec(domain: Domain) -> str:
     'marginals:2'
     """
     return f"marginals:{min(DEFAULT_ORDER, len(domain))}"
+
+
+def use_adaptive(rho: float, records: float) -> bool:
+    """The zCDP default: adaptive rounds when ``rho * n^2 >= ADAPTIVE_MIN_RHO_N2``, else
+    ``MAX_DEFAULT_ROUNDS`` fixed rounds (public: the budget and the released count).
+
+    ``1 / sqrt(rho)`` is the scale of a measurement's noise and ``n`` the records' own, so
+    ``rho n^2`` is the squared signal-to-noise ratio of spending everything on one count.
+
+    >>> use_adaptive(0.0148, 21574.0), use_adaptive(0.00146, 21574.0)
+    (True, False)
+    """
+    return float(rho) * float(records) ** 2 >= ADAPTIVE_MIN_RHO_N2
 
 
 def default_rounds(*, ceiling: int, cells: float, epsilon_rounds: float, records: float) -> int:
@@ -91,38 +118,58 @@ class MWEMChoices:
     """What :func:`mwem_auto` chose, for the run's report (all public or already released).
 
     Attributes:
-        rounds: the number of rounds run.
-        rounds_default: whether the rounds came from the default rule (else from the caller).
-        rounds_ceiling: the most rounds the rule could choose.
+        rounds: the number of rounds run (an adaptive run's, known after it).
+        rounds_default: whether the rounds came from the default (else from the caller).
+        rounds_ceiling: the most rounds the rule could choose (fixed rounds), or ``None``.
         noise_test: the significance level of the first-round noise test, or None.
-        count_epsilon: the budget spent on the record count (0 if the count was public).
+        count_epsilon: the budget spent on the record count (0 if the count was public): an
+            epsilon (pure DP) or a rho (zCDP).
+        adaptive: whether rounds and budgets were chosen as the run went (``rounds=None`` under
+            zCDP, ``rounds="adaptive"``).
+        record_count: the released (or public) record count the rows default to.
     """
 
     rounds: int
     rounds_default: bool
-    rounds_ceiling: int
+    rounds_ceiling: int | None
     noise_test: float | None
     count_epsilon: float
+    adaptive: bool = False
+    record_count: float = 0.0
 
 
 def mwem_auto(
     dataset: object,
     workload: LinearWorkload,
     *,
-    epsilon: float,
-    rounds: int | None = None,
+    epsilon: float | None = None,
+    rounds: int | str | None = None,
     rng: object = None,
     accountant: Accountant | None = None,
     count_fraction: float = 0.01,
     before_rounds: Callable[[float], None] | None = None,
+    privacy: str = "pure",
+    delta: float | None = None,
+    rho: float | None = None,
     **options: object,
 ) -> tuple[MWEMResult, MWEMChoices]:
     """MWEM with its record count measured first, so that the default rounds can adapt to it.
 
-    Privacy: ``epsilon``-DP (pure) under add/remove-one-record neighbours: a Laplace count
-    (sensitivity 1) at ``count_fraction * epsilon``, then :func:`~fastmwem.release.mwem` with
-    the rest and the noisy count as its ``total`` (post-processing of a released value). The
-    rounds depend only on public input and the released count.
+    Privacy: the count (sensitivity 1) at ``count_fraction`` of the budget, then
+    :func:`~fastmwem.release.mwem` with the rest and the noisy count as its ``total``
+    (post-processing of a released value): ``epsilon``-DP (pure, Laplace), or with
+    ``privacy="zcdp"`` the discrete Gaussian and zCDP composition of ``rho`` (given, or the
+    largest that gives ``(epsilon, delta)``-DP). The rounds depend only on public input and the
+    released count.
+
+    Rounds. ``None`` (the default) chooses them: under zCDP adaptively (budget annealing,
+    :mod:`fastmwem.release.annealing`) when the model is dense and :func:`use_adaptive` says
+    so from the budget and the released count, else ``MAX_DEFAULT_ROUNDS`` fixed rounds (on
+    adult's junction tree, annealing scored 0.276 mean 3-way L1 at epsilon 1 against 0.174
+    for fixed rounds); under pure DP by the rounds rule of this module, with
+    the first-round noise test (``noise_test=NOISE_TEST_ALPHA`` unless given), which measured
+    better than pure-DP annealing on NLTCS (see docs/mwem.md). ``"adaptive"`` asks for
+    annealing under either definition; an integer fixes them (refused above the candidates).
 
     Everything MWEM checks before its charge is checked here before the count is charged, with
     the most rounds the rule can choose (so fewer rounds cannot fail either), and so is the
@@ -131,94 +178,130 @@ def mwem_auto(
     Args:
         dataset: a :class:`fastmwem.data.Dataset`.
         workload: linear queries over the dataset's domain.
-        epsilon: total privacy budget.
-        rounds: ``None`` for the default rule (see the module docstring; it also sets
-            ``noise_test=NOISE_TEST_ALPHA`` unless given), or a number of rounds, refused if it
-            exceeds the candidate groups.
+        epsilon: total privacy budget (pure), or with ``delta`` the ``(epsilon, delta)``-DP
+            guarantee of a zCDP run.
+        rounds: ``None``, ``"adaptive"`` or a number of rounds (see above).
         rng: ``None``, a Generator, or an integer seed for tests (warns, and the result says it
             is not private).
-        accountant: accountant to charge (a fresh ``Accountant(epsilon=epsilon)`` if None).
-        count_fraction: share of ``epsilon`` spent on the record count (unless ``total=`` is
+        accountant: accountant to charge (a fresh one holding the budget if None).
+        count_fraction: share of the budget spent on the record count (unless ``total=`` is
             given in ``options``: then the count is public and nothing is spent on it).
         before_rounds: called with the record count after it is released and before MWEM's
             charge (the CLI checks there that the records fit on disk).
+        privacy: ``"pure"`` or ``"zcdp"``.
+        delta, rho: the zCDP budget (see :class:`~fastmwem.release.MWEMConfig`).
         **options: the other keyword arguments of :func:`~fastmwem.release.mwem`.
 
     Returns:
-        The MWEM result and what was chosen.
+        The MWEM result (its ``guarantee`` covers the count too) and what was chosen.
     """
-    accountant = Accountant(epsilon=epsilon) if accountant is None else accountant
-    if not isinstance(accountant, Accountant):
-        raise TypeError(f"accountant must be an Accountant, got {type(accountant).__name__}")
-    by_rule = rounds is None
-    if not by_rule:
+    check_budget(privacy, epsilon, delta, rho)  # also refuses an unknown privacy below
+    if privacy not in ("pure", "zcdp"):
+        raise ValueError(f"privacy must be one of ['pure', 'zcdp'], got {privacy!r}")
+    budget = (exact(epsilon, "epsilon") if privacy == "pure" else
+              MWEMConfig(privacy="zcdp", epsilon=epsilon, delta=delta, rho=rho).budget())
+    accountant = default_accountant(privacy, budget) if accountant is None else accountant
+    check_accountant(accountant, privacy)
+    adaptive = rounds == "adaptive"
+    undecided = rounds is None and privacy == "zcdp"  # decided from the released count
+    by_rule = rounds is None and privacy == "pure"
+    if isinstance(rounds, str) and rounds != "adaptive":
+        raise ValueError(f"rounds must be a number, 'adaptive' or None, got {rounds!r}")
+    if rounds is not None and not adaptive:
         check_int(rounds, "rounds", minimum=1)
-    elif options.get("noise_test") is None:
+    elif by_rule and options.get("noise_test") is None:
         options["noise_test"] = NOISE_TEST_ALPHA
     run_options = {k: options.pop(k) for k in _RUN_OPTIONS if k in options}
     public_total = options.pop("total", None)
-    count_epsilon, rest = _split(epsilon, count_fraction, public_total is not None)
-    count = Laplace(epsilon=count_epsilon) if count_epsilon else None  # checks its noise scale
+    count_share, rest = _split(budget, count_fraction, public_total is not None)
+    counter = measurement(privacy, count_share, 1.0) if count_share else None  # checks it
     generator = make_rng(rng)
-    config = {**options, "epsilon": rest, "total": 1 if public_total is None else public_total}
+    budget_options = ({"epsilon": rest} if privacy == "pure"
+                      else {"privacy": "zcdp", "rho": rest})
+    config = {**options, **budget_options,
+              "total": 1 if public_total is None else public_total}
+    fixed = None if adaptive else rounds
 
-    def check(t: int) -> None:
-        _dry_run(dataset, workload, generator, {**config, "rounds": t}, run_options)
-        _check_room(accountant, count_epsilon, workload, MWEMConfig(**config, rounds=t),
-                    model)
+    def check(t: int | None) -> None:
+        _dry_run(dataset, workload, generator, {**config, "rounds": t}, run_options, privacy)
+        _check_room(accountant, privacy, count_share, workload,
+                    MWEMConfig(**config, rounds=t), model)
 
     check_release_inputs(dataset, workload)
-    model, _, setup = plan_setup(MWEMConfig(**config, rounds=1), workload,
-                                 run_options.get("memory_limit"))  # type: ignore[arg-type]
-    check(1 if by_rule else rounds)
-    ceiling = min(MAX_DEFAULT_ROUNDS, setup.n_candidates) if by_rule else rounds
-    if ceiling > 1:
-        check(ceiling)
+    limit = run_options.get("memory_limit")
+    model, _, setup = plan_setup(MWEMConfig(**config, rounds=None if adaptive else 1), workload,
+                                 limit)  # type: ignore[arg-type]
+    ceiling = None
+    if adaptive or undecided:
+        check(None)
+        model = plan_setup(MWEMConfig(**config, rounds=None), workload, limit)[0]  # type: ignore[arg-type]
+    if not adaptive:
+        model, _, setup = plan_setup(MWEMConfig(**config, rounds=1), workload, limit)  # type: ignore[arg-type]
+        check(1 if rounds is None else fixed)  # type: ignore[arg-type]
+        ceiling = min(MAX_DEFAULT_ROUNDS, setup.n_candidates) if rounds is None else fixed
+        if ceiling > 1:  # type: ignore[operator]
+            check(ceiling)  # type: ignore[arg-type]
     seeded = warn_if_seeded(rng, "mwem", stacklevel=2)
 
-    if count is None:
+    if counter is None:
         total = public_total
     else:
-        accountant.compose(PureDP(Fraction(count_epsilon)), label="record count (Laplace)")
-        noisy = count.release(_records(dataset), rng=generator)
-        total = int(round(min(max(noisy, 1.0), MAX_RECORDS)))  # clipping is post-processing
+        noise = "Laplace" if privacy == "pure" else "discrete Gaussian"
+        accountant.compose(measure_event(privacy, count_share), label=f"record count ({noise})")
+        noisy = counter.release(_records(dataset), rng=generator)
+        total = int(round(min(max(float(noisy), 1.0), MAX_RECORDS)))  # clipping: post-processing
+    if undecided:  # measured on dense models only: on adult (junction tree) annealing lost
+        adaptive = model == "dense" and use_adaptive(rest, float(total))  # type: ignore[arg-type]
+        fixed = None if adaptive else ceiling
+    if adaptive and counter is not None:
+        config["total_std"] = noise_std(counter)
     if by_rule:
         sizes = np.diff(setup.offsets)[setup.candidates] if setup.group_mode else np.ones(1)
         # A factored run selects among marginals of every size with a per-cell penalty, so its
         # rounds can always measure the smallest; a dense run measures the workload's own groups.
         cells = float(sizes.mean() if model == "dense" else sizes.min())
-        rounds = default_rounds(ceiling=ceiling, cells=cells, epsilon_rounds=rest,
-                                records=float(total))
+        fixed = default_rounds(ceiling=ceiling, cells=cells,  # type: ignore[arg-type]
+                               epsilon_rounds=rest, records=float(total))  # type: ignore[arg-type]
     if before_rounds is not None:
-        before_rounds(float(total))
-    result = mwem(dataset, workload, rounds=rounds, rng=generator, accountant=accountant,
+        before_rounds(float(total))  # type: ignore[arg-type]
+    result = mwem(dataset, workload, rounds=fixed, rng=generator, accountant=accountant,
                   **{**config, "total": total}, **run_options)
+    spent = Fraction(count_share) + _charged(result, privacy)
+    result = dataclasses.replace(result, guarantee=guarantee(privacy, spent, delta))
     if seeded:
         result = dataclasses.replace(result, seeded=True)
-    choices = MWEMChoices(rounds=int(rounds), rounds_default=by_rule, rounds_ceiling=ceiling,
-                          noise_test=options.get("noise_test"), count_epsilon=count_epsilon)
+    ran = sum(1 for r in result.trace if r.round > 0)
+    choices = MWEMChoices(rounds=ran, rounds_default=rounds is None, rounds_ceiling=ceiling,
+                          noise_test=options.get("noise_test"), count_epsilon=count_share,
+                          adaptive=adaptive, record_count=float(total))  # type: ignore[arg-type]
     return result, choices
+
+
+def _charged(result: MWEMResult, privacy: str) -> Fraction:
+    """What MWEM's own plan charged (its guarantee's rho or epsilon), exact."""
+    record = result.guarantee or {}
+    key = "epsilon" if privacy == "pure" else "rho"
+    return exact(record.get(key, 0), key, allow_zero=True)
 
 
 # Keyword arguments of mwem() that are not MWEMConfig fields.
 _RUN_OPTIONS = ("schema", "progress", "memory_limit")
 
 
-def _split(epsilon: float, count_fraction: float, public: bool) -> tuple[float, float]:
-    """The count's and the rounds' shares of epsilon, floats that add up to at most epsilon.
+def _split(total: Fraction, count_fraction: float, public: bool) -> tuple[float, float]:
+    """The count's and the rounds' shares of the budget, floats that add up to at most it.
 
-    The count is charged at the exact value of its float; ``mwem`` reads its float ``epsilon``
-    as the shortest decimal that prints it (as the accountant does), which may exceed the float
+    The count is charged at the exact value of its float; ``mwem`` reads its float budget as
+    the shortest decimal that prints it (as the accountant does), which may exceed the float
     by less than one unit in the last place, so the rounds' share steps down until it fits.
     """
-    total = exact(epsilon, "epsilon")
     count = 0.0
     if not public:
         check_probability(count_fraction, "count_fraction")
         count = _below(total * exact(count_fraction, "count_fraction"))
     left = total - Fraction(count)
     rest = _below(left)
-    while rest > 0 and exact(rest, "epsilon") > left:
+    while rest > 0 and exact(rest, "budget") > left:
         rest = math.nextafter(rest, 0.0)
     return count, rest
 
@@ -234,13 +317,13 @@ def _records(dataset: object) -> int:
 
 
 def _dry_run(dataset: object, workload: LinearWorkload, generator: np.random.Generator,
-             config: dict[str, object], run_options: dict[str, object]) -> None:
+             config: dict[str, object], run_options: dict[str, object], privacy: str) -> None:
     """Run every check ``mwem`` makes before its charge, without spending or computing anything.
 
     ``mwem`` charges its whole plan before it reads the data, and a refused charge spends
     nothing; an accountant with nothing left refuses any plan, so the run stops there.
     """
-    spent = Accountant(epsilon=config["epsilon"])
+    spent = default_accountant(privacy, MWEMConfig(**config).budget())  # type: ignore[arg-type]
     spent.compose(spent.remaining(), label="dry run")
     try:
         mwem(dataset, workload, rng=generator, accountant=spent,
@@ -250,11 +333,11 @@ def _dry_run(dataset: object, workload: LinearWorkload, generator: np.random.Gen
     raise RuntimeError("mwem ran with an exhausted accountant")  # pragma: no cover
 
 
-def _check_room(accountant: Accountant, count_epsilon: float, workload: LinearWorkload,
-                config: MWEMConfig, model: str) -> None:
+def _check_room(accountant: Accountant, privacy: str, count_share: float,
+                workload: LinearWorkload, config: MWEMConfig, model: str) -> None:
     """Refuse, before the count is charged, an accountant without room for the count and MWEM."""
     trial = copy.deepcopy(accountant)
     plan = mwem_privacy_plan(config, workload, model=model)
-    if count_epsilon:
-        plan.insert(0, (PureDP(Fraction(count_epsilon)), "record count (Laplace)"))
+    if count_share:
+        plan.insert(0, (measure_event(privacy, count_share), "record count"))
     trial.compose_all(plan)

@@ -227,9 +227,10 @@ class FactoredState:
         self._version += 1
         return clique.table.reshape(-1), sub, local
 
-    def update_group(self, workload: LinearWorkload, group: int, measured: np.ndarray) -> None:
+    def update_group(self, workload: LinearWorkload, group: int, measured: np.ndarray, *,
+                     step: float = 1.0) -> None:
         table, sub, local = self._clique_table(workload, group)
-        mw_group_step(table, sub, local, measured, self.total)
+        mw_group_step(table, sub, local, measured, self.total, step)
 
     def update_query(self, workload: LinearWorkload, query: int, measured: float, *,
                      offsets: np.ndarray | None = None) -> None:

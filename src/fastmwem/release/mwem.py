@@ -11,24 +11,31 @@ import dataclasses
 import math
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
 
 from fastmwem._validation import (
-    check_epsilon,
     check_int,
     check_memory,
     check_noise_scale,
+    check_positive,
     check_probability,
 )
-from fastmwem.accounting import Accountant, PrivacyEvent, PureDP, exact
+from fastmwem.accounting import (
+    ZCDP,
+    Accountant,
+    PrivacyEvent,
+    PureDP,
+    approx_dp_to_zcdp_budget,
+    exact,
+)
 from fastmwem.data.domain import Domain
-from fastmwem.mechanisms.laplace import Laplace
 from fastmwem.mechanisms.seeding import warn_if_seeded
 from fastmwem.random import make_rng
-from fastmwem.release._candidates import CANDIDATE_SETS
+from fastmwem.release._adaptive import run_adaptive
+from fastmwem.release._candidates import CANDIDATE_SETS, workload_weights
 from fastmwem.release._model import (
     candidate_groups,
     candidate_workload,
@@ -39,16 +46,26 @@ from fastmwem.release._model import (
     within_cap,
     worth_measuring,
 )
-from fastmwem.release._passes import fit_queries
+from fastmwem.release._privacy import (
+    PRIVACY_DEFINITIONS,
+    check_accountant,
+    check_budget,
+    check_zcdp_workload,
+    default_accountant,
+    guarantee,
+    measurement,
+    plan_total,
+)
 from fastmwem.release._private import PrivateView
+from fastmwem.release._rounds import Measurement, Run, result_of, reuse, start_state, update
 from fastmwem.release._setup import MWEMSetup, prepare
-from fastmwem.release.factored import DEFAULT_MAX_CLIQUE_CELLS, FactoredState
-from fastmwem.release.noise import synthetic_answers, within_noise
+from fastmwem.release.annealing import INITIAL_ROUNDS_PER_ATTRIBUTE, split_round
+from fastmwem.release.factored import DEFAULT_MAX_CLIQUE_CELLS
 from fastmwem.release.resources import _FACTORED_FINAL_PASSES, mwem_resources
 from fastmwem.release.result import MWEMResult, RoundRecord
 from fastmwem.release.selection import RoundSelection, resolve_selection
-from fastmwem.release.state import MAX_RECORDS, MWState, SyntheticState, clipped_targets
-from fastmwem.workloads.base import LinearWorkload, groups_of_queries
+from fastmwem.release.state import MAX_RECORDS
+from fastmwem.workloads.base import LinearWorkload
 
 __all__ = ["mwem", "MWEMConfig", "mwem_privacy_plan", "choose_model", "plan_setup",
            "MAX_REUSE_PASSES",
@@ -67,6 +84,12 @@ FINAL_PASSES_FACTORED = _FACTORED_FINAL_PASSES
 SELECT_FRACTION_FACTORED_EXACT = Fraction(1, 10)
 SELECT_FRACTION_FACTORED = float(SELECT_FRACTION_FACTORED_EXACT)
 
+#: Share of an adaptive round's budget spent on selection (``select_fraction=None``): AIM's
+#: 0.1 under zCDP, where the exponential mechanism costs ``epsilon**2 / 8``; 0.3 under pure DP,
+#: where it costs ``epsilon`` (NLTCS, 3-way marginals, epsilon 0.1 and 1: 0.113 / 0.023 at 0.3
+#: against 0.117 / 0.024 at 0.5).
+SELECT_FRACTION_ADAPTIVE = {"zcdp": Fraction(1, 10), "pure": Fraction(3, 10)}
+
 #: The synthetic models a run can keep (``MWEMConfig.model``).
 MODELS = ("auto", "dense", "junction-tree", "product")
 
@@ -79,8 +102,21 @@ class MWEMConfig:
     """Every public parameter of an MWEM run, validated; its privacy plan follows from it alone.
 
     Args:
-        epsilon: total privacy budget (pure ``epsilon``-DP).
-        rounds: number of rounds T (selections and measurements).
+        epsilon: total privacy budget: pure ``epsilon``-DP, or with ``privacy="zcdp"`` and
+            ``delta`` the ``(epsilon, delta)``-DP guarantee whose zCDP budget the run spends.
+        rounds: number of rounds T (selections and measurements), or ``None`` for adaptive
+            rounds and budget (:mod:`fastmwem.release.annealing`: AIM's budget annealing;
+            rounds continue until the budget is spent, the last one taking exactly what is
+            left).
+        privacy: ``"pure"`` (epsilon-DP: Laplace measurements) or ``"zcdp"`` (zero-concentrated
+            DP: discrete Gaussian measurements, :class:`~fastmwem.mechanisms.DiscreteGaussian`;
+            the exponential mechanism costs ``epsilon**2 / 8`` of rho as bounded range).
+        delta: with ``privacy="zcdp"`` and ``epsilon``: the run spends the largest rho whose
+            conversion to DP gives ``(epsilon, delta)`` (the tight conversion of
+            arXiv:2004.00010, :func:`~fastmwem.accounting.approx_dp_to_zcdp_budget`).
+        rho: with ``privacy="zcdp"``, the zCDP budget itself (instead of epsilon and delta).
+        initial_rounds: an adaptive run's ``T0``: its first round gets ``1 / T0`` of the rounds'
+            budget (``None``: ``16 d`` for ``d`` attributes, AIM's choice).
         measure: ``"group"`` measures a whole group (a marginal) with one Laplace measurement
             calibrated to the group's L1 sensitivity (MWEM paper, arXiv:1012.4763, s.3.3); ``"query"`` measures
             single queries (Figure 1). ``"auto"`` is ``"group"`` when the workload has groups
@@ -98,7 +134,9 @@ class MWEMConfig:
             so that no cell starts at zero (multiplicative weights can never revive a zero cell).
         output: ``"last"`` iterate (the paper's experiments) or ``"average"`` of the iterates (the
             theorem's output).
-        exclude_measured: do not select a group measured before (the set is public).
+        exclude_measured: do not select a group measured before (the set is public); ``None``:
+            true for fixed rounds, false for adaptive ones (AIM measures a marginal again at a
+            smaller noise).
         cell_penalty: subtract ``cell_penalty * (cells in group)`` from a group's score; ``None``
             uses the expected absolute Laplace error of one measured cell (data-independent, so
             privacy is unaffected; s.3.3 subtracts the number of cells).
@@ -116,10 +154,15 @@ class MWEMConfig:
             certified gap (``"faiss:HNSW32"``, ``"faiss:IVF..."``, ``"hnswlib"``). Such a run has
             NO privacy guarantee: its selection rounds are recorded as
             :class:`~fastmwem.mechanisms.Uncertified` in the ledger. For experiments only.
-        total: a *public* record count, if the data owner publishes one (at most 2**53);
-            ``None`` spends ``count_fraction`` of epsilon on a Laplace count.
+        total: a *public* record count, if the data owner publishes one (at most 2**53), or a
+            count released before the run (see ``total_std``); ``None`` spends
+            ``count_fraction`` of the budget on a noisy count.
+        total_std: the standard deviation of the noise of a released ``total`` (public), so
+            that an adaptive run refines it with its marginals (:class:`~fastmwem.release.
+            _rounds.TotalEstimate`); ``None``: ``total`` is exact.
         count_fraction: share of epsilon spent on the noisy record count when ``total`` is None.
-        noise_test: ``None`` (the default) or a significance level in (0, 1): if the first
+        noise_test: ``None`` (the default) or a significance level in (0, 1) (pure DP with
+            fixed rounds only): if the first
             round's measurement lies within its Laplace noise of the starting distribution's
             answers at that level (:func:`~fastmwem.release.noise.within_noise`), no update is
             made in any round and the output is the start. Post-processing: it reads only the
@@ -151,8 +194,8 @@ class MWEMConfig:
     rounds is refused here, with the share named, rather than failing after the charge.
     """
 
-    epsilon: float
-    rounds: int = 20
+    epsilon: float | None = None
+    rounds: int | None = 20
     measure: str = "auto"
     reuse_passes: int = 20
     reuse_tolerance: float = 1e-4
@@ -160,7 +203,7 @@ class MWEMConfig:
     init_fraction: float = 0.1
     init_uniform_mix: float = 0.1
     output: str = "last"
-    exclude_measured: bool = True
+    exclude_measured: bool | None = None
     cell_penalty: float | None = None
     selection: object = "exponential"
     index: object = None
@@ -174,10 +217,21 @@ class MWEMConfig:
     candidates: str = "auto"
     final_passes: int | None = None
     select_fraction: float | None = None
+    privacy: str = "pure"
+    delta: float | None = None
+    rho: float | None = None
+    initial_rounds: int | None = None
+    total_std: float | None = None
 
     def __post_init__(self) -> None:
-        check_epsilon(self.epsilon)
-        check_int(self.rounds, "rounds", minimum=1)
+        _choice(self.privacy, "privacy", PRIVACY_DEFINITIONS)
+        check_budget(self.privacy, self.epsilon, self.delta, self.rho)
+        if self.rounds is not None:
+            check_int(self.rounds, "rounds", minimum=1)
+        if self.initial_rounds is not None:
+            check_int(self.initial_rounds, "initial_rounds", minimum=1)
+            if self.rounds is not None:
+                raise ValueError("initial_rounds is for adaptive runs (rounds=None)")
         check_int(self.reuse_passes, "reuse_passes", minimum=0, maximum=MAX_REUSE_PASSES)
         _check_tolerance(self.reuse_tolerance)
         _choice(self.measure, "measure", ("auto", "group", "query"))
@@ -203,18 +257,25 @@ class MWEMConfig:
         check_probability(self.count_fraction, "count_fraction")
         if self.noise_test is not None:
             check_probability(self.noise_test, "noise_test")
-        if not isinstance(self.exclude_measured, bool):
-            raise TypeError("exclude_measured must be a bool")
+            if self.privacy != "pure" or self.rounds is None:
+                raise ValueError("noise_test tests a Laplace measurement of a fixed-rounds run: "
+                                 "it needs privacy='pure' and a number of rounds")
+        if self.exclude_measured is not None and not isinstance(self.exclude_measured, bool):
+            raise TypeError("exclude_measured must be a bool or None")
         if self.cell_penalty is not None:
             penalty = float(self.cell_penalty)
             if not np.isfinite(penalty) or penalty < 0:
                 raise ValueError(f"cell_penalty must be a finite number >= 0, got {self.cell_penalty}")
         if self.total is not None:
             check_int(self.total, "total", minimum=1, maximum=int(MAX_RECORDS))
+        if self.total_std is not None:
+            check_positive(self.total_std, "total_std")
+            if self.total is None:
+                raise ValueError("total_std is the noise of a given total: give total too")
         self._check_shares()
 
     def _check_shares(self) -> None:
-        """Refuse a split of epsilon that leaves some step a noise scale that is not finite."""
+        """Refuse a split of the budget that leaves some step a noise scale that is not finite."""
         count = self.count_fraction if self.total is None else 0.0
         init = self.init_fraction if self.init == "noisy-histogram" else 0.0
         if count + init >= 1:
@@ -222,51 +283,116 @@ class MWEMConfig:
                 f"count_fraction ({count}) and init_fraction ({init}) leave no budget for the "
                 "rounds: their sum must be < 1"
             )
+        budget = "epsilon" if self.privacy == "pure" else "rho"
+        given = (f"epsilon={self.epsilon}" if self.privacy == "pure"
+                 else f"rho={float(self.budget()):.4g}")
+        rounds = self.rounds if self.rounds is not None else self.initial_rounds
         # The split may depend on the model, decided later: check every model's.
         for model in ("dense", "junction-tree"):
-            split = self.budget_split(model)
+            split = self.budget_split(model, rounds=rounds or 1)
             select = self._select_fraction(model)
-            shares = [("select", f"each round's selection (epsilon * {select:g} / "
-                                 f"{self.rounds} rounds)"),
-                      ("measure", f"each round's measurement (epsilon * {1 - select:g} / "
-                                  f"{self.rounds} rounds)")]
+            shares = []
+            if rounds is not None:  # an adaptive run's T0 may follow from the domain: later
+                shares += [("select", f"each round's selection ({budget} * {select:g} / "
+                                      f"{rounds} rounds)"),
+                           ("measure", f"each round's measurement ({budget} * {1 - select:g}"
+                                       f" / {rounds} rounds)")]
             if count:
-                shares.append(("count", "the record count (epsilon * count_fraction)"))
+                shares.append(("count", f"the record count ({budget} * count_fraction)"))
             if init:
-                shares.append(("init", "the initial histogram (epsilon * init_fraction)"))
+                shares.append(("init", f"the initial histogram ({budget} * init_fraction)"))
             for key, what in shares:
                 if split[key] <= 0:
-                    raise ValueError(f"epsilon={self.epsilon} leaves {what} no budget at all")
-                check_noise_scale(1.0, split[key], f"epsilon={self.epsilon} leaves {what} "
-                                  f"only {split[key]:.3g}")
+                    raise ValueError(f"{given} leaves {what} no budget at all")
+                if key == "select" or self.privacy == "pure":
+                    check_noise_scale(1.0, split[key], f"{given} leaves {what} "
+                                      f"only {split[key]:.3g}")
+                else:
+                    measurement(self.privacy, split[key], 1.0)  # refuses a sigma too large
+
+    def _select_fraction_exact(self, model: str) -> Fraction:
+        if self.select_fraction is not None:
+            return exact(self.select_fraction, "select_fraction")
+        if self.rounds is None:  # adaptive: a zCDP selection is cheap (epsilon**2 / 8)
+            return SELECT_FRACTION_ADAPTIVE[self.privacy]
+        if model == "dense":
+            return Fraction(1, 2)
+        return SELECT_FRACTION_FACTORED_EXACT
 
     def _select_fraction(self, model: str) -> float:
         if self.select_fraction is not None:
             return float(self.select_fraction)
-        return 0.5 if model == "dense" else SELECT_FRACTION_FACTORED
+        return float(self._select_fraction_exact(model))
 
     # -- the privacy plan --------------------------------------------------------------------
-    def budget_split(self, model: str = "dense") -> dict[str, float]:
-        """Epsilon of each step: the noisy count, the initial histogram, and per-round shares.
+    @property
+    def adaptive(self) -> bool:
+        """Whether rounds and their budgets are chosen as the run goes (``rounds=None``)."""
+        return self.rounds is None
 
-        ``model`` (see :func:`choose_model`) sets the default ``select_fraction``. Each share is
-        a float rounded *down* from its exact value, and the privacy plan charges exactly those
-        floats, so the plan never adds up to more than ``epsilon``.
+    @property
+    def excludes_measured(self) -> bool:
+        """``exclude_measured``, or its default: true for fixed rounds, false for adaptive."""
+        return (not self.adaptive) if self.exclude_measured is None else self.exclude_measured
+
+    def budget(self) -> Fraction:
+        """The whole budget, exact: epsilon (pure DP) or rho (zCDP)."""
+        if self.privacy == "pure":
+            return exact(self.epsilon, "epsilon")
+        if self.rho is not None:
+            return exact(self.rho, "rho")
+        return approx_dp_to_zcdp_budget(self.epsilon, self.delta, conversion="tight")
+
+    def round_count(self, attributes: int) -> int:
+        """The rounds of a fixed run, or an adaptive run's ``T0`` on ``attributes`` attributes."""
+        if self.rounds is not None:
+            return int(self.rounds)
+        if self.initial_rounds is not None:
+            return int(self.initial_rounds)
+        return INITIAL_ROUNDS_PER_ATTRIBUTE[self.privacy] * max(1, int(attributes))
+
+    def select_rho_per_epsilon2(self) -> Fraction:
+        """The selection event's zCDP cost per ``epsilon**2`` (1/8 for bounded range)."""
+        rho = self.round_selection.event(1.0).zcdp_rho()  # type: ignore[attr-defined]
+        if rho is None:
+            raise ValueError(f"selection={self.round_selection.name!r} has no zCDP cost; "  # type: ignore[attr-defined]
+                             "privacy='zcdp' needs one (the exponential mechanism has)")
+        return Fraction(rho)
+
+    def budget_split(self, model: str = "dense", *, rounds: int | None = None
+                     ) -> dict[str, float]:
+        """Each step's share: the noisy count, the initial histogram, and one round's.
+
+        Pure DP: epsilons. zCDP: rhos, except ``"select"``, the selection's epsilon. ``model``
+        (see :func:`choose_model`) sets the default ``select_fraction``; ``rounds`` is the round
+        count (default ``self.rounds``; an adaptive run passes its ``T0``). Each share is a
+        float rounded *down* from its exact value, and the privacy plan charges exactly those
+        floats, so the plan never adds up to more than the budget.
         """
-        eps = exact(self.epsilon, "epsilon")
-        count = eps * exact(self.count_fraction, "count_fraction") if self.total is None else 0
-        init = (eps * exact(self.init_fraction, "init_fraction")
+        total = self.budget()
+        count = total * exact(self.count_fraction, "count_fraction") if self.total is None else 0
+        init = (total * exact(self.init_fraction, "init_fraction")
                 if self.init == "noisy-histogram" else 0)
-        per_round = (eps - count - init) / self.rounds
-        select = (exact(self.select_fraction, "select_fraction")
-                  if self.select_fraction is not None
-                  else Fraction(1, 2) if model == "dense" else SELECT_FRACTION_FACTORED_EXACT)
+        t = self.rounds if rounds is None else rounds
+        if t is None:
+            raise ValueError("an adaptive run's split needs its rounds T0")
+        select = self._select_fraction_exact(model)
+        per_round = (total - count - init) / t
+        if self.privacy == "pure":
+            shares = (_float_below(per_round * select), _float_below(per_round * (1 - select)))
+        else:
+            shares = split_round("zcdp", per_round, select, self.select_rho_per_epsilon2())
         return {
             "count": _float_below(Fraction(count)),
             "init": _float_below(Fraction(init)),
-            "select": _float_below(per_round * select),
-            "measure": _float_below(per_round * (1 - select)),
+            "select": shares[0],
+            "measure": shares[1],
         }
+
+    def rounds_budget(self) -> Fraction:
+        """What the rounds may spend, exact: the budget less the count's and start's floats."""
+        split = self.budget_split("dense", rounds=1)
+        return self.budget() - Fraction(split["count"]) - Fraction(split["init"])
 
 
 def _float_below(value: Fraction) -> float:
@@ -298,24 +424,38 @@ def mwem_privacy_plan(config: MWEMConfig, workload: LinearWorkload, *,
     start (a histogram when dense, the 1-way marginals when factored).
 
     Selection rounds are :class:`~fastmwem.accounting.BoundedRange` (exponential mechanism) or
-    :class:`~fastmwem.accounting.PureDP` (permute-and-flip); counts and measurements are Laplace
-    (``PureDP``). The plan's pure epsilons add up to ``config.epsilon``.
+    :class:`~fastmwem.accounting.PureDP` (permute-and-flip). Pure DP: counts and measurements
+    are Laplace (``PureDP``) and the plan's epsilons add up to at most ``config.epsilon``. zCDP:
+    they are discrete Gaussian (:class:`~fastmwem.accounting.ZCDP`) and the plan's rhos add up to
+    at most the budget. An adaptive run (``rounds=None``) charges its rounds as one ceiling, the
+    budget left after the count and the start; each round is then charged within it
+    (:mod:`fastmwem.release.annealing`).
     """
     if model is None:
         model = choose_model(config, workload)
-    split = config.budget_split(model)
+    split = config.budget_split(model, rounds=config.round_count(len(workload.domain)))
     selection: RoundSelection = config.round_selection  # type: ignore[attr-defined]
+    pure = config.privacy == "pure"
+    noise = "Laplace" if pure else "discrete Gaussian"
+
+    def event(share: float | Fraction) -> PrivacyEvent:
+        return PureDP(Fraction(share)) if pure else ZCDP(Fraction(share))
+
     plan: list[tuple[PrivacyEvent, str]] = []
-    # Events hold the exact binary value of each float share, so the plan sums to <= epsilon.
+    # Events hold the exact binary value of each float share, so the plan fits the budget.
     if split["count"] > 0:
-        plan.append((PureDP(Fraction(split["count"])), "record count (Laplace)"))
+        plan.append((event(split["count"]), f"record count ({noise})"))
     if split["init"] > 0:
         start = "histogram" if model == "dense" else "1-way marginals"
-        plan.append((PureDP(Fraction(split["init"])), f"initial {start} (Laplace)"))
-    for t in range(1, config.rounds + 1):
+        plan.append((event(split["init"]), f"initial {start} ({noise})"))
+    if config.adaptive:
+        plan.append((event(config.rounds_budget()),
+                     f"adaptive rounds ({noise}; each round charged within this ceiling)"))
+        return plan
+    for t in range(1, config.rounds + 1):  # type: ignore[operator]
         plan.append((selection.event(Fraction(split["select"])),
                      f"round {t}: select ({selection.name})"))
-        plan.append((PureDP(Fraction(split["measure"])), f"round {t}: measure (Laplace)"))
+        plan.append((event(split["measure"]), f"round {t}: measure ({noise})"))
     return plan
 
 
@@ -323,8 +463,8 @@ def mwem(
     dataset: object,
     workload: LinearWorkload,
     *,
-    epsilon: float,
-    rounds: int = 20,
+    epsilon: float | None = None,
+    rounds: int | None = 20,
     rng: object = None,
     accountant: Accountant | None = None,
     schema: object = None,
@@ -350,13 +490,19 @@ def mwem(
     groups whose clique would pass ``max_clique_cells``, and fits all measurements again after
     the last round (``final_passes``). See :class:`MWEMConfig`.
 
-    Privacy: ``epsilon``-DP (pure) under add/remove-one-record neighbours, by basic composition of
-    the plan in :func:`mwem_privacy_plan`. Sensitivity: one record moves each query answer by at
+    Privacy (add/remove-one-record neighbours), by composition of the plan in
+    :func:`mwem_privacy_plan`: ``epsilon``-DP (pure, the default), or with ``privacy="zcdp"``
+    ``rho``-zCDP, where ``rho`` is given or converted from ``(epsilon, delta)`` so that the run
+    is also ``(epsilon, delta)``-DP. Sensitivity: one record moves each query answer by at
     most ``workload.query_sensitivity`` and each group's answers by at most its
-    ``group_sensitivity`` in L1; the selection score has the same sensitivity. The record count
-    ``n`` is either public (``total=``) or measured with Laplace noise. The whole plan is charged
-    to ``accountant`` (a fresh ``Accountant(epsilon=epsilon)`` if none) atomically, before the data
-    is read; if it does not fit, nothing is spent and nothing is computed.
+    ``group_sensitivity`` in L1 (which bounds the L2 sensitivity that calibrates a Gaussian); the
+    selection score has the same sensitivity (an adaptive run's weighted score ``w_r`` times
+    it, with the weights at most 1). The record count ``n`` is either public (``total=``) or
+    measured. The whole plan is charged to ``accountant`` (a fresh one holding the budget if
+    none) atomically, before the data is read; if it does not fit, nothing is spent and nothing
+    is computed. With ``rounds=None`` the rounds' part of the plan is a ceiling within which the
+    adaptive rounds are charged one by one (:mod:`fastmwem.release.annealing`); the result's
+    ``round_ledger`` lists them.
 
     Everything that could make the run fail is checked before the charge: the options, the
     workload's sizes and sensitivities (groups of sensitivity 0 are never selected), every noise
@@ -367,8 +513,9 @@ def mwem(
             ``histogram()`` (dense runs) or ``marginal(names)`` / ``marginals(list of names)``
             (factored runs).
         workload: linear queries over the same domain.
-        epsilon: total privacy budget.
-        rounds: number of rounds T.
+        epsilon: total privacy budget (with ``privacy="zcdp"``: with ``delta=``, or give
+            ``rho=`` instead).
+        rounds: number of rounds T, or ``None`` for adaptive rounds and budget.
         rng: ``None`` (OS entropy, for releases), a Generator, or an integer seed for tests: a
             seed emits a :class:`~fastmwem.mechanisms.seeding.SeededRunWarning` (a
             ``PrivacyLeakWarning``) and the result's report says it is not private.
@@ -393,21 +540,17 @@ def mwem(
         check_int(memory_limit, "memory_limit", minimum=1)
     model, measured, setup = plan_setup(config, workload, memory_limit)
     check_dataset(dataset, model)
-    if config.exclude_measured and config.rounds > setup.n_candidates:
-        raise ValueError(
-            f"rounds ({config.rounds}) exceeds the {setup.n_candidates} candidate "
-            f"{'groups' if setup.group_mode else 'queries'} (of sensitivity > 0) while "
-            "exclude_measured=True"
-        )
+    _check_run(config, setup, measured)
     if accountant is None:
-        accountant = Accountant(epsilon=config.epsilon)
-    elif not isinstance(accountant, Accountant):
-        raise TypeError(f"accountant must be an Accountant, got {type(accountant).__name__}")
+        accountant = default_accountant(config.privacy, config.budget())
+    check_accountant(accountant, config.privacy)
     if schema is not None and getattr(schema, "domain", None) != domain:
         raise ValueError("schema must describe the dataset's domain")
     resources = mwem_resources(config, measured, model=model)
     check_memory(resources.memory_bytes, f"MWEM ({model}) on {resources.cells} cells",
                  memory_limit)
+    weights = (workload_weights(measured, workload) if config.adaptive
+               else np.ones(int(measured.n_groups)))
     generator = make_rng(rng)
     seeded = warn_if_seeded(rng, "mwem")
     plan = mwem_privacy_plan(config, workload, model=model)
@@ -421,14 +564,45 @@ def mwem(
         private = PrivateView(dataset, measured, dense=model == "dense",
                               groups=None if model == "dense"
                               else candidate_groups(setup, measured))
-        result = _run(private, measured, domain, config, setup, model, generator, accountant,
-                      bar, schema)
+        fields = {"ledger": (), "privacy": None, "schema": schema,
+                  "guarantee": guarantee(config.privacy, plan_total(plan, config.privacy),
+                                         config.delta)}
+        if config.adaptive:
+            result = _run_adaptive(private, measured, domain, config, setup, model, generator,
+                                   weights, bar, fields)
+        else:
+            result = _run(private, measured, domain, config, setup, model, generator, bar,
+                          fields)
+        result = dataclasses.replace(result, ledger=accountant.ledger,
+                                     privacy=accountant.spent())
         if measured is not workload:
             result = dataclasses.replace(result, workload=workload, measured_workload=measured)
         return dataclasses.replace(result, seeded=True) if seeded else result
     finally:
         if bar is not None:
             bar.close()
+
+
+def _check_run(config: MWEMConfig, setup: MWEMSetup, workload: LinearWorkload) -> None:
+    """Refuse, before the charge, a run its options and workload cannot carry out."""
+    if config.privacy == "zcdp":
+        check_zcdp_workload(workload)
+        config.select_rho_per_epsilon2()
+    if config.adaptive:
+        if not setup.group_mode:
+            raise ValueError("adaptive rounds (rounds=None) measure whole groups: use "
+                             "measure='group' (or 'auto'), or give a number of rounds")
+        if not getattr(setup.selection, "adaptive", False):
+            raise ValueError(f"selection={setup.selection.name!r} cannot change its epsilon "
+                             "from round to round: adaptive rounds (rounds=None) need "
+                             "'exponential' or 'permute-and-flip'")
+        return
+    if config.excludes_measured and config.rounds > setup.n_candidates:  # type: ignore[operator]
+        raise ValueError(
+            f"rounds ({config.rounds}) exceeds the {setup.n_candidates} candidate "
+            f"{'groups' if setup.group_mode else 'queries'} (of sensitivity > 0) while "
+            "exclude_measured=True"
+        )
 
 
 def plan_setup(config: MWEMConfig, workload: LinearWorkload, memory_limit: int | None = None
@@ -452,63 +626,17 @@ def _progress_bar(config: MWEMConfig, seconds: float):  # -> tqdm
                 leave=False)
 
 
-@dataclass
-class _Measurement:
-    group: int
-    queries: slice
-    values: np.ndarray
-
-
-@dataclass
-class _Run:
-    """The mutable part of a run: the state and its measurements.
-
-    ``noise_test`` is the significance level of the test on the first measurement, until that
-    test has run; ``updating`` turns false if it found the measurement within its noise.
-    """
-
-    state: SyntheticState
-    setup: MWEMSetup
-    measurements: list[_Measurement] = field(default_factory=list)
-    noise_test: float | None = None
-    measure_epsilon: float = 0.0
-    updating: bool = True
-    rows: list[np.ndarray] = field(default_factory=list)
-
-
-def _start(private: PrivateView, domain: Domain, config: MWEMConfig, model: str,
-           rng: np.random.Generator) -> SyntheticState:
-    """The starting state (noisy count, and noisy histogram or 1-way marginals if configured)."""
-    split = config.budget_split(model)
-    if config.total is None:
-        noisy = float(Laplace(epsilon=split["count"]).release(private.count(), rng=rng))
-        # Clipping the noisy count to the feasible range is post-processing.
-        total = min(max(noisy, 1.0), MAX_RECORDS)
-    else:
-        total = float(config.total)
-    if model == "dense":
-        if config.init == "noisy-histogram":
-            noisy_hist = Laplace(epsilon=split["init"]).release(private.histogram(), rng=rng)
-            return MWState.from_noisy_histogram(domain, noisy_hist, total,
-                                                config.init_uniform_mix)
-        return MWState.uniform(domain, total)
-    options = {"max_clique_cells": config.max_clique_cells, "product": model == "product"}
-    if config.init == "noisy-histogram":
-        # One record moves each of the d 1-way marginals by 1: L1 sensitivity d, all at once.
-        one_way = private.one_way()
-        noisy = Laplace(epsilon=split["init"], sensitivity=float(len(domain))).release(
-            np.concatenate([m.reshape(-1) for m in one_way]), rng=rng)
-        parts = np.split(noisy, np.cumsum([m.size for m in one_way])[:-1])
-        return FactoredState.from_noisy_marginals(domain, parts, total, config.init_uniform_mix,
-                                                  **options)
-    return FactoredState(domain, total, **options)  # type: ignore[arg-type]
+def _final_passes(config: MWEMConfig, model: str) -> int:
+    if config.final_passes is not None:
+        return int(config.final_passes)
+    return 0 if model == "dense" else FINAL_PASSES_FACTORED
 
 
 def _run(private: PrivateView, workload: LinearWorkload, domain: Domain, config: MWEMConfig,
-         setup: MWEMSetup, model: str, rng: np.random.Generator, accountant: Accountant,
-         bar: object, schema: object) -> MWEMResult:
+         setup: MWEMSetup, model: str, rng: np.random.Generator, bar: object,
+         fields: dict[str, object]) -> MWEMResult:
     split = config.budget_split(model)
-    state = _start(private, domain, config, model, rng)
+    state, _ = start_state(private, domain, config, model, rng, split)
     if model != "dense":
         setup = worth_measuring(setup, state.total)
         private.groups = candidate_groups(setup, workload)
@@ -517,22 +645,25 @@ def _run(private: PrivateView, workload: LinearWorkload, domain: Domain, config:
         sensitivities=setup.sensitivities, penalties=setup.penalties)
     private.release()  # the chooser keeps what its rounds need (all answers, or the histogram)
 
-    run = _Run(state, setup, noise_test=config.noise_test, measure_epsilon=split["measure"])
+    run = Run(state, setup, noise_test=config.noise_test, measure_epsilon=split["measure"])
     available = setup.candidates.copy()
     trace: list[RoundRecord] = []
     iterates = np.zeros(domain.size) if config.output == "average" else None
-    for t in range(1, config.rounds + 1):
+    pure = config.privacy == "pure"
+    for t in range(1, config.rounds + 1):  # type: ignore[operator]
         started = time.perf_counter()
         choice = chooser.choose(state, selectable(state, setup, workload, available), rng)
-        if config.exclude_measured:
+        if config.excludes_measured:
             available[choice] = False
         queries = workload.group_queries(choice) if setup.group_mode else slice(choice, choice + 1)
-        measure = Laplace(epsilon=split["measure"], sensitivity=float(setup.sensitivities[choice]))
-        values = np.atleast_1d(measure.release(chooser.true_answers(queries), rng=rng))
-        run.measurements.append(_Measurement(choice, queries, values))
+        measure = measurement(config.privacy, split["measure"],
+                              float(setup.sensitivities[choice]))
+        values = np.atleast_1d(np.asarray(measure.release(chooser.true_answers(queries), rng=rng),
+                                          dtype=np.float64))
+        run.measurements.append(Measurement(choice, queries, values))
 
-        _update(run, workload, run.measurements[-1])
-        passes = _reuse(run, workload, config, config.reuse_passes)
+        update(run, workload, run.measurements[-1])
+        passes = reuse(run, workload, config.reuse_tolerance, config.reuse_passes)
         if iterates is not None:
             iterates += state.distribution  # type: ignore[attr-defined]
         trace.append(RoundRecord(
@@ -541,98 +672,23 @@ def _run(private: PrivateView, workload: LinearWorkload, domain: Domain, config:
             description=(workload.describe_group(choice) if setup.group_mode
                          else workload.describe(choice)),
             epsilon_select=split["select"],
-            epsilon_measure=split["measure"],
+            epsilon_measure=split["measure"] if pure else None,
             seconds=time.perf_counter() - started,
+            rho_measure=None if pure else float(measure.privacy.rho),  # type: ignore[union-attr]
         ))
         if bar is not None:
             bar.set_postfix(reuse_passes=passes, refresh=False)  # type: ignore[attr-defined]
             bar.update()  # type: ignore[attr-defined]
-    final = config.final_passes
-    if final is None:
-        final = 0 if model == "dense" else FINAL_PASSES_FACTORED
-    _reuse(run, workload, config, final)
-    if isinstance(state, MWState):
-        distribution = state.distribution if iterates is None else iterates
-        histogram, factored = distribution * (state.total / distribution.sum()), None
-    else:
-        histogram, factored = None, state
-    return MWEMResult(
-        domain=domain,
-        workload=workload,
-        histogram=histogram,  # type: ignore[arg-type]
-        total=state.total,
-        selected=tuple(m.group for m in run.measurements),
-        measurements=tuple(m.values for m in run.measurements),
-        group_mode=setup.group_mode,
-        ledger=accountant.ledger,
-        privacy=accountant.spent(),
-        trace=tuple(trace),
-        schema=schema,
-        updates_skipped=not run.updating,
-        model=factored,
-    )
+    reuse(run, workload, config.reuse_tolerance, _final_passes(config, model))
+    return result_of(run, domain, workload, iterates, trace=tuple(trace), **fields)
 
 
-def _update(run: _Run, workload: LinearWorkload, measurement: _Measurement) -> None:
-    if run.noise_test is not None:  # the first measurement decides whether any update is made
-        scale = float(run.setup.sensitivities[measurement.group]) / run.measure_epsilon
-        synthetic = synthetic_answers(run.state, workload, measurement.queries, run.setup.offsets)
-        run.updating = not within_noise(measurement.values, synthetic, scale, run.noise_test)
-        run.noise_test = None
-    if not run.updating:
-        return
-    if run.setup.group_mode:
-        run.state.update_group(workload, measurement.group, measurement.values)
-    else:
-        run.state.update_query(workload, measurement.queries.start,
-                               float(measurement.values[0]), offsets=run.setup.offsets)
-
-
-def _reuse(run: _Run, workload: LinearWorkload, config: MWEMConfig, passes: int) -> int:
-    """Up to ``passes`` passes over all measurements; return how many ran.
-
-    Passes stop once one moves the distribution by less than ``reuse_tolerance`` in L1,
-    measured against a checkpoint taken before the pass (for a factored state, the sum over its
-    cliques of how far their marginals moved). The net movement of a pass is what counts: once
-    the updates only go round in a cycle (noisy measurements are never quite consistent),
-    further passes change nothing.
-    """
-    tolerance = config.reuse_tolerance
-    if _compiled_passes(run, passes):
-        return _reuse_queries(run, workload, passes, tolerance)
-    offsets = run.setup.offsets
-    groups = [m.group if run.setup.group_mode else groups_of_queries(offsets, m.queries.start)
-              for m in run.measurements]
-    order = [run.measurements[i] for i in run.state.pass_order(workload, groups)]
-    for done in range(1, passes + 1):
-        checkpoint = run.state.checkpoint() if tolerance > 0 else None
-        for m in order:
-            _update(run, workload, m)
-        if tolerance > 0 and run.state.moved(checkpoint) < tolerance:
-            return done
-    return passes
-
-
-#: Largest query-row table (cells x measurements) the compiled reuse passes gather.
-MAX_PASS_ROWS_CELLS = 2**22
-
-
-def _compiled_passes(run: _Run, passes: int) -> bool:
-    """Whether the reuse passes can run as one compiled loop over gathered query rows: a dense
-    state, single-query measurements, updates on, and a row table of modest size."""
-    return (passes > 0 and run.updating and not run.setup.group_mode
-            and isinstance(run.state, MWState)
-            and len(run.measurements) * run.state.distribution.size <= MAX_PASS_ROWS_CELLS)
-
-
-def _reuse_queries(run: _Run, workload: LinearWorkload, passes: int, tolerance: float) -> int:
-    """The reuse passes over single measured queries, by :func:`~fastmwem.release._passes.fit_queries`
-    (the same steps as :func:`_update`, in the same order)."""
-    for m in run.measurements[len(run.rows):]:
-        run.rows.append(workload.row(m.queries.start))
-    state = run.state
-    s = float(workload.query_sensitivity)
-    targets = clipped_targets(np.concatenate([m.values for m in run.measurements]), s,
-                              bool(getattr(workload, "nonnegative_queries", False)), state.total)
-    return fit_queries(state.distribution, np.stack(run.rows), targets, s,  # type: ignore[attr-defined]
-                       passes, tolerance)
+def _run_adaptive(private: PrivateView, workload: LinearWorkload, domain: Domain,
+                  config: MWEMConfig, setup: MWEMSetup, model: str, rng: np.random.Generator,
+                  weights: np.ndarray, bar: object, fields: dict[str, object]) -> MWEMResult:
+    split = config.budget_split(model, rounds=config.round_count(len(domain)))
+    rounds, schedule = run_adaptive(private, workload, domain, config, setup, model, rng, split,
+                                    weights, bar)
+    reuse(rounds.run, workload, config.reuse_tolerance, _final_passes(config, model))
+    return result_of(rounds.run, domain, workload, None, trace=tuple(rounds.trace),
+                     round_ledger=schedule.ledger, **fields)

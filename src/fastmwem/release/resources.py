@@ -86,7 +86,7 @@ def mwem_resources(config: object, workload: LinearWorkload, *,
         copies += _AVERAGE_COPIES
     if config.init == "noisy-histogram":  # type: ignore[attr-defined]
         copies += _NOISY_INIT_COPIES
-    rounds = int(config.rounds)  # type: ignore[attr-defined]
+    rounds = _rounds(config, workload)
     largest_group = int(np.diff(workload.group_offsets).max())
     memory = (8 * (copies * cells + _PER_QUERY_ARRAYS * queries + _PER_GROUP_ARRAYS * groups)
               + rounds * (_BYTES_PER_ROUND + 8 * largest_group))
@@ -112,12 +112,21 @@ _SECONDS_PER_FACTORED_QUERY = 1e-7
 _FACTORED_FINAL_PASSES = 5000
 
 
+def _rounds(config: object, workload: LinearWorkload) -> int:
+    """The most rounds a run can make: its rounds, or an adaptive run's ``T0`` plus the 1-way
+    marginals it measures first (every adaptive round costs at least the first one's share)."""
+    rounds = getattr(config, "rounds", None)
+    if rounds is not None:
+        return int(rounds)
+    return int(config.round_count(len(workload.domain))) + len(workload.domain)  # type: ignore[attr-defined]
+
+
 def _factored_resources(config: object, workload: LinearWorkload) -> MWEMResources:
     cap = int(config.max_clique_cells)  # type: ignore[attr-defined]
     queries = int(workload.n_queries)
     groups = int(workload.n_groups)
     attributes = len(workload.domain)
-    rounds = int(config.rounds)  # type: ignore[attr-defined]
+    rounds = _rounds(config, workload)
     model = min(attributes, max(1, rounds)) * cap + sum(workload.domain.shape)
     memory = (8 * (_FACTORED_PER_QUERY_ARRAYS * queries + _PER_GROUP_ARRAYS * groups
                    + _FACTORED_MODEL_COPIES * model)

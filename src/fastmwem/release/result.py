@@ -26,15 +26,19 @@ class RoundRecord:
     """What one round did (no true answers or errors of the private data).
 
     ``seconds`` is the round's wall time. It stays out of the report: the time of a lazy
-    round depends on the data (how far its top-k search and tail draws go).
+    round depends on the data (how far its top-k search and tail draws go). A zCDP round has
+    ``rho_measure`` (the discrete Gaussian's rho) instead of ``epsilon_measure``; ``noise_scale``
+    is the measurement's Laplace scale or Gaussian sigma. Round 0 records the 1-way marginals an adaptive run measures first.
     """
 
     round: int
     selected: int
     description: str
     epsilon_select: float
-    epsilon_measure: float
+    epsilon_measure: float | None
     seconds: float
+    rho_measure: float | None = None
+    noise_scale: float | None = None
 
 
 @dataclass(frozen=True)
@@ -63,6 +67,11 @@ class MWEMResult:
         model: the factored synthetic distribution
             (:class:`~fastmwem.release.factored.FactoredState`) of a run on a large domain, or
             ``None`` when ``histogram`` holds it.
+        guarantee: the guarantee this run's charges give: ``{"definition": "pure",
+            "epsilon"}`` or ``{"definition": "zcdp", "rho", "epsilon", "delta"}`` (epsilon and
+            delta when a delta was given).
+        round_ledger: an adaptive run's charges within its ceiling, round by round (the
+            caller's ledger holds the ceiling); empty for fixed rounds.
     """
 
     domain: Domain
@@ -80,6 +89,8 @@ class MWEMResult:
     updates_skipped: bool = False
     model: SyntheticState | None = None
     measured_workload: LinearWorkload | None = None
+    guarantee: dict | None = None
+    round_ledger: tuple[LedgerEntry, ...] = ()
 
     @property
     def distribution(self) -> np.ndarray:
@@ -173,7 +184,7 @@ class MWEMResult:
         return {
             "private": not reasons,
             "not_private_because": reasons,
-            "privacy": {"spent": repr(self.privacy), "ledger": ledger_records(self.ledger)},
+            "privacy": self._privacy_record(),
             "domain": self.domain.to_dict(),
             "model": self._model_record(),
             "record_count": self.total,
@@ -186,10 +197,20 @@ class MWEMResult:
                     "measurement": [float(v) for v in m],
                     "epsilon_select": r.epsilon_select,
                     "epsilon_measure": r.epsilon_measure,
+                    **({} if r.rho_measure is None else {"rho_measure": r.rho_measure}),
                 }
                 for r, m in zip(self.trace, self.measurements)
             ],
         }
+
+    def _privacy_record(self) -> dict[str, object]:
+        """The guarantee, what the accountant spent, its ledger, and an adaptive run's rounds."""
+        record: dict[str, object] = dict(self.guarantee or {})
+        record["spent"] = repr(self.privacy)
+        record["ledger"] = ledger_records(self.ledger)
+        if self.round_ledger:
+            record["round_ledger"] = ledger_records(self.round_ledger)
+        return record
 
     def _model_record(self) -> dict[str, object]:
         """The kind of synthetic model and, when factored, its cliques (public structure)."""

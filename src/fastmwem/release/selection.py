@@ -150,6 +150,9 @@ class ScanSelection:
               sensitivities: np.ndarray) -> None:
         self._selector(epsilon, sensitivities)
 
+    #: An adaptive run may retune the chooser every round (``_ScanChooser.retuned``).
+    adaptive = True
+
     def prepare(self, workload: object, private: PrivateData, *, epsilon: float,
                 group_mode: bool, sensitivities: np.ndarray, penalties: np.ndarray) -> Chooser:
         return _ScanChooser(workload, private.answers(), self._selector(epsilon, sensitivities),
@@ -169,6 +172,19 @@ class _ScanChooser:
     selector: object
     group_mode: bool
     penalties: np.ndarray
+    weights: np.ndarray | None = None
+
+    def retuned(self, epsilon: float, penalties: np.ndarray, weights: np.ndarray | None,
+                sensitivity: float) -> _ScanChooser:
+        """The same chooser at another epsilon, with new penalties and score weights.
+
+        The score of a candidate becomes ``weight * (L1 error - penalty)``; ``sensitivity`` must
+        bound ``weight * (group sensitivity)`` over the candidates. Adaptive runs retune every
+        round; the private answers are shared, not copied.
+        """
+        selector = type(self.selector)(epsilon=epsilon, sensitivity=sensitivity)
+        return _ScanChooser(self.workload, self.answers, selector, self.group_mode, penalties,
+                            weights)
 
     def choose(self, state: object, available: np.ndarray | None,
                rng: np.random.Generator) -> int:
@@ -205,6 +221,8 @@ class _ScanChooser:
         np.minimum(errors, SCORE_CAP, out=errors)
         errors = errors[picked]
         errors -= self.penalties[candidates]
+        if self.weights is not None:
+            errors *= self.weights[candidates]
         return errors
 
     def true_answers(self, queries: slice) -> np.ndarray:

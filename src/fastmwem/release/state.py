@@ -65,8 +65,9 @@ class SyntheticState(Protocol):
         """Which of ``groups`` the state can measure now (public: from its structure only)."""
         ...
 
-    def update_group(self, workload: LinearWorkload, group: int, measured: np.ndarray) -> None:
-        """Multiplicative-weights step for a measured group."""
+    def update_group(self, workload: LinearWorkload, group: int, measured: np.ndarray, *,
+                     step: float = 1.0) -> None:
+        """Multiplicative-weights step for a measured group (``step`` scales its exponent)."""
         ...
 
     def update_query(self, workload: LinearWorkload, query: int, measured: float, *,
@@ -112,25 +113,27 @@ def clipped_targets(measured: np.ndarray, s: float, nonnegative: bool,
 
 
 def mw_group_step(p: np.ndarray, workload: LinearWorkload, group: int, measured: np.ndarray,
-                  total: float) -> None:
+                  total: float, step: float = 1.0) -> None:
     """In place on the normalised ``p``: the multiplicative-weights step for a measured group.
 
-    ``p`` is a histogram of ``workload`` (a flat float64 array summing to 1).
+    ``p`` is a histogram of ``workload`` (a flat float64 array summing to 1). ``step > 0``
+    multiplies the exponent: 1 is the MWEM paper's rule; adaptive runs weigh each measurement by
+    its precision (see :mod:`fastmwem.release.annealing`).
     """
     current = workload.answer_group(p, group)
     residuals, s = _residuals(workload, measured, current, total)
-    log_factors = residuals / (2.0 * s)
+    log_factors = residuals / (2.0 * s) if step == 1.0 else residuals * (step / (2.0 * s))
     if getattr(workload, "groups_partition_cells", False):
         # Each cell lies in exactly one query of the group with q(x) = 1, so the new total
         # mass is known from the group's answers: fold the normalisation into the factors
         # and save a pass over the histogram. The residuals lie in [-2, 2], so every shifted
-        # factor is at least e^-2 and so is the mass (the group's answers sum to 1).
+        # factor is at least e^(-2 step) and so is the mass (the group's answers sum to 1).
         shifted = log_factors - log_factors.max()
         mass = float((current * np.exp(shifted)).sum())
         workload.multiply_group(p, group, shifted - math.log(mass))
         return
     # |sum_q log_factors[q] q(x)| <= sum_q |residuals[q]| / 2, as |q(x)| <= s.
-    steps = max(1, math.ceil(float(np.abs(residuals).sum()) / (2.0 * _MAX_STEP)))
+    steps = max(1, math.ceil(float(np.abs(residuals).sum()) * step / (2.0 * _MAX_STEP)))
     for _ in range(steps):
         workload.multiply_group(p, group, log_factors / steps)
         p /= p.sum()
@@ -228,9 +231,10 @@ class MWState:
         return np.ones(np.asarray(groups).size, dtype=bool)
 
     # -- updates -------------------------------------------------------------------------------
-    def update_group(self, workload: LinearWorkload, group: int, measured: np.ndarray) -> None:
+    def update_group(self, workload: LinearWorkload, group: int, measured: np.ndarray, *,
+                     step: float = 1.0) -> None:
         """Multiplicative-weights step for a measured group (one noisy answer per query)."""
-        mw_group_step(self.distribution, workload, group, measured, self.total)
+        mw_group_step(self.distribution, workload, group, measured, self.total, step)
 
     def update_query(self, workload: LinearWorkload, query: int, measured: float, *,
                      offsets: np.ndarray | None = None) -> None:

@@ -1,0 +1,191 @@
+"""The adaptive MWEM loop (``rounds=None``): the rule of :mod:`fastmwem.release.annealing`.
+
+The caller has charged the rounds' whole budget (the ceiling) before the data was read; here each
+round is charged within it on the schedule's own accountant, which refuses any overspend.
+"""
+
+from __future__ import annotations
+
+import time
+from fractions import Fraction
+
+import numpy as np
+
+from fastmwem.accounting import Accountant
+from fastmwem.data.domain import Domain
+from fastmwem.release._model import selectable
+from fastmwem.release._privacy import measure_event, measurement
+from fastmwem.release._rounds import (
+    Measurement,
+    Run,
+    TotalEstimate,
+    reuse,
+    start_state,
+    update,
+)
+from fastmwem.release._setup import MWEMSetup
+from fastmwem.release.annealing import (
+    ADAPTIVE_REUSE_PASSES,
+    ADAPTIVE_STEP,
+    Annealing,
+    expected_abs_noise,
+    noise_std,
+    should_anneal,
+)
+from fastmwem.release.noise import synthetic_answers
+from fastmwem.release.result import RoundRecord
+from fastmwem.workloads.base import LinearWorkload
+
+__all__ = ["AdaptiveRun", "run_adaptive"]
+
+
+class AdaptiveRun:
+    """An adaptive run's rounds over a prepared chooser (see :func:`run_adaptive`)."""
+
+    def __init__(self, run: Run, workload: LinearWorkload, schedule: Annealing, chooser: object,
+                 weights: np.ndarray, config: object) -> None:
+        self.run = run
+        self.workload = workload
+        self.schedule = schedule
+        self.chooser = chooser
+        self.weights = weights
+        self.config = config
+        setup = run.setup
+        self.cells = np.diff(setup.offsets).astype(np.float64)
+        self.available = setup.candidates.copy()
+        self.trace: list[RoundRecord] = []
+        self.anneals = 0
+        self.totals: TotalEstimate | None = None
+
+    # -- one measurement ---------------------------------------------------------------------------
+    def _measure(self, group: int, share: float, rng: np.random.Generator) -> tuple[object, Measurement]:
+        setup, workload = self.run.setup, self.workload
+        mech = measurement(self.config.privacy, share, float(setup.sensitivities[group]))  # type: ignore[attr-defined]
+        queries = workload.group_queries(group)
+        values = np.atleast_1d(np.asarray(
+            mech.release(self.chooser.true_answers(queries), rng=rng), dtype=np.float64))  # type: ignore[attr-defined]
+        std = noise_std(mech)
+        if self.totals is not None:
+            self.run.state.total = self.totals.add(values, std)
+        return mech, Measurement(group, queries, values, std=std)
+
+    def _record(self, t: int, group: int, select: float, share: float, mech: object,
+                started: float) -> None:
+        pure = self.config.privacy == "pure"  # type: ignore[attr-defined]
+        self.trace.append(RoundRecord(
+            round=t, selected=group, description=self.workload.describe_group(group),
+            epsilon_select=select, epsilon_measure=share if pure else None,
+            seconds=time.perf_counter() - started,
+            rho_measure=None if pure else float(mech.privacy.rho),  # type: ignore[attr-defined]
+            noise_scale=float(getattr(mech, "sigma", None) or mech.scale)))  # type: ignore[attr-defined]
+
+    def one_way_first(self, rng: np.random.Generator) -> None:
+        """Measure every 1-way candidate marginal at the first round's measurement share.
+
+        Skipped when they would take more than half of the budget (a tiny ``initial_rounds``).
+        """
+        setup = self.run.setup
+        own = getattr(self.workload, "group_attributes", None)
+        if own is None:
+            return
+        ids = [int(g) for g in np.flatnonzero(setup.candidates)
+               if (axes := own(int(g))) is not None and len(axes) == 1]
+        _, share = self.schedule.current()
+        if not ids or len(ids) * Fraction(share) > self.schedule.remaining() / 2:
+            return
+        started = time.perf_counter()
+        self.schedule.charge([(measure_event(self.config.privacy, share),  # type: ignore[attr-defined]
+                               f"1-way {self.workload.describe_group(g)}: measure")
+                              for g in ids])
+        for g in ids:
+            mech, m = self._measure(g, share, rng)
+            self.run.measurements.append(m)
+            update(self.run, self.workload, m, self.run.step)
+            self._record(0, g, 0.0, share, mech, started)
+        self._reuse()
+
+    def _reuse(self) -> None:
+        passes = min(self.config.reuse_passes, ADAPTIVE_REUSE_PASSES)  # type: ignore[attr-defined]
+        reuse(self.run, self.workload, self.config.reuse_tolerance, passes)  # type: ignore[attr-defined]
+
+    # -- one round -----------------------------------------------------------------------------------
+    def _retune(self, select: float, share: float) -> None:
+        """The chooser at this round's epsilon, with penalties for this round's noise."""
+        setup = self.run.setup
+        sens = setup.sensitivities
+        unit = expected_abs_noise(measurement(self.config.privacy, share, 1.0))  # type: ignore[attr-defined]
+        penalties = np.minimum(unit * sens * self.cells, 1e300)
+        live = setup.candidates
+        sensitivity = float((self.weights[live] * sens[live]).max())
+        self.chooser = self.chooser.retuned(select, penalties, self.weights, sensitivity)  # type: ignore[attr-defined]
+
+    def round(self, t: int, rng: np.random.Generator) -> bool:
+        """Run round ``t``; return whether it was the last."""
+        started = time.perf_counter()
+        run, setup, workload = self.run, self.run.setup, self.workload
+        left = int(np.count_nonzero(self.available))
+        budget = self.schedule.next_round(last=self.config.excludes_measured and left <= 1)  # type: ignore[attr-defined]
+        selection = self.config.round_selection  # type: ignore[attr-defined]
+        self.schedule.charge([
+            (selection.event(Fraction(budget.select)), f"round {t}: select ({selection.name})"),
+            (measure_event(self.config.privacy, budget.measure), f"round {t}: measure"),  # type: ignore[attr-defined]
+        ])
+        self._retune(budget.select, budget.measure)
+        choice = self.chooser.choose(run.state, selectable(run.state, setup, workload,  # type: ignore[attr-defined]
+                                                           self.available), rng)
+        if self.config.excludes_measured:  # type: ignore[attr-defined]
+            self.available[choice] = False
+        queries = workload.group_queries(choice)
+        before = synthetic_answers(run.state, workload, queries, setup.offsets)
+        mech, m = self._measure(choice, budget.measure, rng)
+        run.measurements.append(m)
+        update(run, workload, m, run.step)
+        self._reuse()
+        after = synthetic_answers(run.state, workload, queries, setup.offsets)
+        self._record(t, choice, budget.select, budget.measure, mech, started)
+        if budget.last:
+            return True
+        if should_anneal(before, after, self.cells[choice] * expected_abs_noise(mech)):
+            self.schedule.anneal()
+            self.anneals += 1
+        return False
+
+
+def run_adaptive(private: object, workload: LinearWorkload, domain: Domain, config: object,
+                 setup: MWEMSetup, model: str, rng: np.random.Generator, split: dict[str, float],
+                 weights: np.ndarray, bar: object) -> tuple[AdaptiveRun, Accountant]:
+    """Start the state, measure the 1-way marginals, then run rounds until the budget is spent.
+
+    Returns the finished rounds and the schedule's accountant (its ledger is every round's
+    charge within the ceiling).
+    """
+    state, count_std = start_state(private, domain, config, model, rng, split)  # type: ignore[arg-type]
+    if model != "dense":
+        from fastmwem.release._model import candidate_groups, worth_measuring
+
+        setup = worth_measuring(setup, state.total)
+        private.groups = candidate_groups(setup, workload)  # type: ignore[attr-defined]
+    chooser = setup.selection.prepare(
+        workload, private, epsilon=split["select"], group_mode=setup.group_mode,  # type: ignore[arg-type]
+        sensitivities=setup.sensitivities, penalties=setup.penalties)
+    private.release()  # type: ignore[attr-defined]
+    schedule = Annealing(config.privacy, config.rounds_budget(), # type: ignore[attr-defined]
+                         config._select_fraction_exact(model),  # type: ignore[attr-defined]
+                         config.round_count(len(domain)),  # type: ignore[attr-defined]
+                         config.select_rho_per_epsilon2() if config.privacy == "zcdp"  # type: ignore[attr-defined]
+                         else Fraction(1, 8))
+    run = Run(state, setup, step=ADAPTIVE_STEP, weighted=True)
+    rounds = AdaptiveRun(run, workload, schedule, chooser, weights, config)
+    if count_std is not None and getattr(workload, "groups_partition_cells", False):
+        rounds.totals = TotalEstimate(state.total, count_std)
+    rounds.one_way_first(rng)
+    t = 0
+    while True:
+        t += 1
+        last = rounds.round(t, rng)
+        if bar is not None:
+            bar.update()  # type: ignore[attr-defined]
+        if last:
+            break
+    return rounds, schedule.accountant
+

@@ -1,0 +1,227 @@
+"""The machinery an MWEM run's rounds share: the start, the measurements, updates and reuse.
+
+Used by the fixed-rounds loop (:mod:`fastmwem.release.mwem`) and the adaptive one
+(:mod:`fastmwem.release._adaptive`). Everything here after the start is post-processing of
+released measurements.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from fastmwem.data.domain import Domain
+from fastmwem.release._passes import fit_queries
+from fastmwem.release._privacy import measurement
+from fastmwem.release._private import PrivateView
+from fastmwem.release._setup import MWEMSetup
+from fastmwem.release.annealing import noise_std
+from fastmwem.release.factored import FactoredState
+from fastmwem.release.noise import synthetic_answers, within_noise
+from fastmwem.release.result import MWEMResult
+from fastmwem.release.state import MAX_RECORDS, MWState, SyntheticState, clipped_targets
+from fastmwem.workloads.base import LinearWorkload, groups_of_queries
+
+__all__ = ["Measurement", "Run", "start_state", "update", "reuse", "result_of", "TotalEstimate"]
+
+
+@dataclass
+class Measurement:
+    """One released measurement: its group, its queries, the noisy values and the noise's
+    standard deviation (``std``; used to weigh it in the reuse passes of adaptive runs)."""
+
+    group: int
+    queries: slice
+    values: np.ndarray
+    std: float = 1.0
+
+
+@dataclass
+class Run:
+    """The mutable part of a run: the state and its measurements.
+
+    ``noise_test`` is the significance level of the test on the first measurement, until that
+    test has run; ``updating`` turns false if it found the measurement within its noise.
+    ``step`` scales every update's exponent; with ``weighted``, a measurement's step is further
+    multiplied by ``(smallest std / its std)^2``, as a least-squares fit weighs them.
+    """
+
+    state: SyntheticState
+    setup: MWEMSetup
+    measurements: list[Measurement] = field(default_factory=list)
+    noise_test: float | None = None
+    measure_epsilon: float = 0.0
+    updating: bool = True
+    step: float = 1.0
+    weighted: bool = False
+    rows: list[np.ndarray] = field(default_factory=list)
+
+
+def start_state(private: PrivateView, domain: Domain, config: object, model: str,
+                rng: np.random.Generator, split: dict[str, float]
+                ) -> tuple[SyntheticState, float | None]:
+    """The starting state (noisy count, and noisy histogram or 1-way marginals if configured),
+    and the standard deviation of its record count's noise (``None`` for an exact count)."""
+    privacy = config.privacy  # type: ignore[attr-defined]
+    if config.total is None:  # type: ignore[attr-defined]
+        counter = measurement(privacy, split["count"], 1.0)
+        noisy = float(counter.release(private.count(), rng=rng))
+        # Clipping the noisy count to the feasible range is post-processing.
+        total = min(max(noisy, 1.0), MAX_RECORDS)
+        std: float | None = noise_std(counter)
+    else:
+        total = float(config.total)  # type: ignore[attr-defined]
+        std = config.total_std  # type: ignore[attr-defined]
+    return _start(private, domain, config, model, rng, split, total), std
+
+
+def _start(private: PrivateView, domain: Domain, config: object, model: str,
+           rng: np.random.Generator, split: dict[str, float], total: float) -> SyntheticState:
+    privacy = config.privacy  # type: ignore[attr-defined]
+    mix = config.init_uniform_mix  # type: ignore[attr-defined]
+    noisy_start = config.init == "noisy-histogram"  # type: ignore[attr-defined]
+    if model == "dense":
+        if noisy_start:
+            hist = measurement(privacy, split["init"], 1.0).release(private.histogram(), rng=rng)
+            return MWState.from_noisy_histogram(domain, np.asarray(hist, dtype=np.float64),
+                                                total, mix)
+        return MWState.uniform(domain, total)
+    options = {"max_clique_cells": config.max_clique_cells,  # type: ignore[attr-defined]
+               "product": model == "product"}
+    if noisy_start:
+        one_way = private.one_way()
+        if privacy == "pure":
+            # One record moves each of the d 1-way marginals by 1: L1 sensitivity d, all at once.
+            noisy = measurement(privacy, split["init"], float(len(domain))).release(
+                np.concatenate([m.reshape(-1) for m in one_way]), rng=rng)
+            parts = np.split(noisy, np.cumsum([m.size for m in one_way])[:-1])
+        else:  # each marginal at an equal share of rho (L2 sensitivity 1 each)
+            each = measurement(privacy, split["init"] / len(domain), 1.0)
+            parts = [np.asarray(each.release(m.reshape(-1), rng=rng), dtype=np.float64)
+                     for m in one_way]
+        return FactoredState.from_noisy_marginals(domain, parts, total, mix, **options)
+    return FactoredState(domain, total, **options)  # type: ignore[arg-type]
+
+
+class TotalEstimate:
+    """The record count, refined by every measurement of a whole marginal (post-processing).
+
+    Each noisy marginal sums to the record count plus noise of variance ``cells * std^2``; the
+    inverse-variance mean of those sums and the noisy count is a far better count than the
+    count alone (at epsilon 0.1 on NLTCS the count's own noise is 2-5% of it, and the fitted
+    distribution is biased towards uniform by about that share).
+    """
+
+    def __init__(self, count: float, std: float) -> None:
+        self._weighted = count / std**2
+        self._weight = 1.0 / std**2
+
+    def add(self, values: np.ndarray, std: float) -> float:
+        """Add one marginal's noisy cells; return the new estimate (at least 1)."""
+        variance = values.size * std**2
+        self._weighted += float(values.sum()) / variance
+        self._weight += 1.0 / variance
+        return min(max(self._weighted / self._weight, 1.0), MAX_RECORDS)
+
+
+def update(run: Run, workload: LinearWorkload, m: Measurement, step: float = 1.0) -> None:
+    """Apply one measurement (after the first-measurement noise test, if one is pending)."""
+    if run.noise_test is not None:  # the first measurement decides whether any update is made
+        scale = float(run.setup.sensitivities[m.group]) / run.measure_epsilon
+        synthetic = synthetic_answers(run.state, workload, m.queries, run.setup.offsets)
+        run.updating = not within_noise(m.values, synthetic, scale, run.noise_test)
+        run.noise_test = None
+    if not run.updating:
+        return
+    if run.setup.group_mode:
+        if step == 1.0:
+            run.state.update_group(workload, m.group, m.values)
+        else:
+            run.state.update_group(workload, m.group, m.values, step=step)
+    else:
+        run.state.update_query(workload, m.queries.start, float(m.values[0]),
+                               offsets=run.setup.offsets)
+
+
+def steps_of(run: Run) -> list[float]:
+    """Each measurement's step: ``run.step``, times its precision weight when ``weighted``."""
+    if not run.weighted:
+        return [run.step] * len(run.measurements)
+    best = min(m.std for m in run.measurements)
+    return [run.step * (best / m.std) ** 2 for m in run.measurements]
+
+
+def reuse(run: Run, workload: LinearWorkload, tolerance: float, passes: int) -> int:
+    """Up to ``passes`` passes over all measurements; return how many ran.
+
+    Passes stop once one moves the distribution by less than ``tolerance`` in L1,
+    measured against a checkpoint taken before the pass (for a factored state, the sum over its
+    cliques of how far their marginals moved). The net movement of a pass is what counts: once
+    the updates only go round in a cycle (noisy measurements are never quite consistent),
+    further passes change nothing.
+    """
+    if not run.measurements:
+        return 0
+    if _compiled_passes(run, passes):
+        return _reuse_queries(run, workload, passes, tolerance)
+    offsets = run.setup.offsets
+    groups = [m.group if run.setup.group_mode else groups_of_queries(offsets, m.queries.start)
+              for m in run.measurements]
+    steps = steps_of(run)
+    order = [(run.measurements[i], steps[i]) for i in run.state.pass_order(workload, groups)]
+    for done in range(1, passes + 1):
+        checkpoint = run.state.checkpoint() if tolerance > 0 else None
+        for m, step in order:
+            update(run, workload, m, step)
+        if tolerance > 0 and run.state.moved(checkpoint) < tolerance:
+            return done
+    return passes
+
+
+#: Largest query-row table (cells x measurements) the compiled reuse passes gather.
+MAX_PASS_ROWS_CELLS = 2**22
+
+
+def _compiled_passes(run: Run, passes: int) -> bool:
+    """Whether the reuse passes can run as one compiled loop over gathered query rows: a dense
+    state, single-query measurements, updates on, and a row table of modest size."""
+    return (passes > 0 and run.updating and not run.setup.group_mode
+            and isinstance(run.state, MWState)
+            and len(run.measurements) * run.state.distribution.size <= MAX_PASS_ROWS_CELLS)
+
+
+def _reuse_queries(run: Run, workload: LinearWorkload, passes: int, tolerance: float) -> int:
+    """The reuse passes over single measured queries by
+    :func:`~fastmwem.release._passes.fit_queries`: the steps of :func:`update`, in its order."""
+    for m in run.measurements[len(run.rows):]:
+        run.rows.append(workload.row(m.queries.start))
+    state = run.state
+    s = float(workload.query_sensitivity)
+    targets = clipped_targets(np.concatenate([m.values for m in run.measurements]), s,
+                              bool(getattr(workload, "nonnegative_queries", False)), state.total)
+    return fit_queries(state.distribution, np.stack(run.rows), targets, s,  # type: ignore[attr-defined]
+                       passes, tolerance)
+
+
+def result_of(run: Run, domain: Domain, workload: LinearWorkload, iterates: np.ndarray | None,
+              **fields: object) -> MWEMResult:
+    """The run's :class:`MWEMResult` (``fields``: ledger, privacy, trace, schema, ...)."""
+    state = run.state
+    if isinstance(state, MWState):
+        distribution = state.distribution if iterates is None else iterates
+        histogram, factored = distribution * (state.total / distribution.sum()), None
+    else:
+        histogram, factored = None, state
+    return MWEMResult(
+        domain=domain,
+        workload=workload,
+        histogram=histogram,  # type: ignore[arg-type]
+        total=state.total,
+        selected=tuple(m.group for m in run.measurements),
+        measurements=tuple(m.values for m in run.measurements),
+        group_mode=run.setup.group_mode,
+        updates_skipped=not run.updating,
+        model=factored,
+        **fields,  # type: ignore[arg-type]
+    )
