@@ -88,9 +88,8 @@ def rho_for(epsilon: float, delta: float, conversion: str) -> float:
 
 def child(spec_path: str, out_path: str) -> None:
     warnings.simplefilter("ignore")
-    import polars as pl
-
     import opendp.prelude as dp
+    import polars as pl
 
     with open(spec_path, encoding="utf-8") as fh:
         spec = json.load(fh)
