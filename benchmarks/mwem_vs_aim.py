@@ -117,8 +117,8 @@ def plot(rows: list[dict], metric: str, path: str) -> None:
             line, = ax.plot(eps, mean, marker="o", label=method)
             ax.fill_between(eps, [r[key]["min"] for r in mine], [r[key]["max"] for r in mine],
                             color=line.get_color(), alpha=0.2)
-    ax_err.set(xscale="log", xlabel="epsilon", ylabel=f"{metric} (min/max over repeats)",
-               title="error (lower is better)")
+    ax_err.set(xscale="log", yscale="log", xlabel="epsilon",
+               ylabel=f"{metric} (min/max over repeats)", title="error (lower is better)")
     ax_cpu.set(xscale="log", yscale="log", xlabel="epsilon", ylabel="CPU seconds per run",
                title="CPU time")
     for ax in (ax_err, ax_cpu):
