@@ -1,0 +1,140 @@
+"""Helpers shared by ``aim_reference.py`` and ``mwem_vs_aim.py`` (not a benchmark).
+
+Each measured run is a fresh child process, so that its CPU time (user + system, every thread)
+and its peak resident memory come from the kernel's accounting of that one process
+(``os.wait4``), not from the parent's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from fastmwem.data import Dataset, Domain
+from fastmwem.datasets import load_nltcs
+from fastmwem.evaluation import workload_error
+from fastmwem.workloads import Marginals
+
+RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+
+
+def machine() -> dict[str, object]:
+    return {"python": platform.python_version(), "cpus": os.cpu_count(),
+            "platform": platform.platform()}
+
+
+def write_json_atomic(path: str, payload: object) -> None:
+    """Write ``payload`` so that ``path`` always holds either the old or the whole new file."""
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".json")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(payload, fh, indent=1)
+            fh.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def load_dataset(name: str, csv_path: str | None, domain_path: str | None) -> Dataset:
+    """The bundled NLTCS, or a CSV of codes with its domain JSON (both paths given)."""
+    if csv_path is None and domain_path is None:
+        if name != "nltcs":
+            raise SystemExit(f"dataset {name!r} needs --data CSV and --domain JSON")
+        return load_nltcs()
+    if csv_path is None or domain_path is None:
+        raise SystemExit("--data and --domain go together")
+    return Dataset.from_csv(csv_path, Domain.from_json(domain_path))
+
+
+def mean_marginal_l1(data: Dataset, estimate: Callable[[tuple[str, ...]], np.ndarray],
+                     k: int) -> float:
+    """Mean over all k-way marginals of the L1 distance between normalised marginals.
+
+    Each marginal is scored by :func:`fastmwem.evaluation.workload_error` on the marginal's own
+    (projected) domain, so no full-domain histogram is needed; for a synthetic histogram over the
+    whole domain this is exactly ``workload_error(...)["mean_group_l1"]`` of all k-way marginals.
+    ``estimate(attrs)`` returns the synthetic counts of ``attrs`` in domain order, shaped by
+    their sizes.
+    """
+    errors = []
+    for attrs in Marginals.all_kway(data.domain, k).attribute_sets:
+        sub = data.domain.project(attrs)
+        workload = Marginals(sub, [attrs])
+        est = np.clip(np.asarray(estimate(attrs), dtype=np.float64).reshape(-1), 0.0, None)
+        errors.append(workload_error(data.marginal(attrs).reshape(-1), est,
+                                     workload)["mean_group_l1"])
+    return float(np.mean(errors))
+
+
+def run_child(argv: Sequence[str], timeout: float | None) -> dict[str, object]:
+    """Run ``argv`` as a child process; its CPU seconds, wall seconds and peak RSS.
+
+    The child runs in its own session, so a timeout ends it and everything it started.
+    Returns ``status`` ("ok", "failed" or "timeout"), ``returncode``, ``cpu_seconds``,
+    ``wall_seconds``, ``peak_rss_mb`` and the tail of its stderr.
+    """
+    with tempfile.TemporaryFile() as err:
+        started = time.perf_counter()
+        proc = subprocess.Popen(list(argv), stdout=subprocess.DEVNULL, stderr=err,
+                                start_new_session=True)
+        timed_out = False
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if timeout is not None and time.perf_counter() - started > timeout:
+                os.killpg(proc.pid, signal.SIGKILL)
+                _, status, usage = os.wait4(proc.pid, 0)
+                timed_out = True
+                break
+            time.sleep(0.5)
+        wall = time.perf_counter() - started
+        proc.returncode = os.waitstatus_to_exitcode(status)  # already reaped by wait4
+        err.seek(0)
+        tail = err.read().decode("utf-8", "replace")[-4000:]
+    code = proc.returncode
+    return {
+        "status": "timeout" if timed_out else ("ok" if code == 0 else "failed"),
+        "returncode": code,
+        "cpu_seconds": usage.ru_utime + usage.ru_stime,
+        "wall_seconds": wall,
+        # ru_maxrss is in KiB on Linux.
+        "peak_rss_mb": usage.ru_maxrss / 1024.0,
+        "stderr_tail": tail if code != 0 or timed_out else "",
+    }
+
+
+def summarise(runs: list[dict], keys: Sequence[str], metrics: Sequence[str]) -> list[dict]:
+    """Mean, min and max of each metric over the ``ok`` runs sharing the values of ``keys``."""
+    groups: dict[tuple, list[dict]] = {}
+    for run in runs:
+        groups.setdefault(tuple(run.get(k) for k in keys), []).append(run)
+    rows = []
+    for key, members in sorted(groups.items(), key=lambda kv: tuple(map(str, kv[0]))):
+        ok = [m for m in members if m["status"] == "ok"]
+        row = {**dict(zip(keys, key)), "runs": len(members), "ok": len(ok),
+               "statuses": sorted({m["status"] for m in members})}
+        for metric in metrics:
+            values = [m[metric] for m in ok if m.get(metric) is not None]
+            if values:
+                row[metric] = {"mean": float(np.mean(values)), "min": float(np.min(values)),
+                               "max": float(np.max(values))}
+        rows.append(row)
+    return rows
+
+
+def script_argv(script: str, *args: str) -> list[str]:
+    """Command line that reruns ``script`` in this interpreter."""
+    return [sys.executable, script, *args]
