@@ -1,11 +1,20 @@
 """Compiled kernels of the bit-packed index (numba, when installed).
 
-The keys are stored in blocks of ``width`` keys, byte-major within a block (``blocks[b, j, r]``
-is byte ``j`` of key ``b * width + r``): a scan then adds one table per byte column over a whole
-block of independent accumulators, about twice as fast as a row-by-row scan. The kernels compute
-exactly what the numpy kernels of ``indices.bitpacked`` compute (integer sums, and float64 sums
-of the set cells in ascending order), so both backends return identical results. Without numba
-the module still imports (``AVAILABLE`` is False) and is not used.
+Keys are stored in blocks of ``width`` keys, word-major within a block: ``words[b, w, r]`` is
+64-bit word ``w`` (the packed bytes ``8w .. 8w + 7``, little-endian) of key ``b * width + r``.
+
+The scan scores every key against a query quantised to ``PLANES``-bit integers ``q`` (two's
+complement) held as bit planes, ``planes[w, p]`` = bit ``p`` of ``q`` over the cells of word
+``w``: ``<key, q> = sum_p weight_p popcount(key & plane_p)``, with ``weight_p = 2^p`` and
+``-2^(PLANES-1)`` for the top plane. The loops over planes and words of a pass are unrolled at
+compile time, so the pass over the keys of a block vectorises (AVX-512 VPOPCNTQ where the CPU has
+it): several times faster than a byte-table look-up per key byte, which cannot vectorise.
+
+``top_candidates`` scans and keeps, per thread, the keys within a window of a running k-th best
+score, so nothing of size ``n`` is written; ``exact_scores`` rescores chosen keys in float64 by
+byte tables (``tables[256 j + byte j]``, summed over ``j`` in ascending order), exactly as the
+numpy kernels of ``indices.bitpacked`` do, so both backends return identical scores. Without
+numba the module still imports (``AVAILABLE`` is False) and is not used.
 """
 
 from __future__ import annotations
@@ -13,87 +22,270 @@ from __future__ import annotations
 import numpy as np
 
 try:
-    from numba import config, get_num_threads, njit, prange, set_num_threads
+    from numba import config, get_num_threads, njit, prange, set_num_threads, types
+    from numba.extending import intrinsic
 except ImportError:  # the numpy kernels of indices.bitpacked are used instead
     AVAILABLE = False
     prange = range
 else:
     AVAILABLE = True
 
-__all__ = ["AVAILABLE", "scan", "exact_scores", "default_threads"]
+__all__ = ["AVAILABLE", "PLANES", "scan", "top_candidates", "exact_scores", "key_rows",
+           "default_threads"]
 
+#: Bits of the quantised query in the compiled scan. Fewer planes scan faster but widen the
+#: rounding window (about 2x more keys to rescore per plane removed at |X| = 256).
+PLANES = 10
+# Key words per unrolled pass: 4 x PLANES popcounts keep the loop body small enough to vectorise.
+_GROUP = 4
 # Blocks below which the scan stays on one thread: waking workers costs more (milliseconds on a
 # busy machine) than it saves.
 _PARALLEL_BLOCKS = 8
+# Candidates a thread's buffer holds, per k: room for the keys within the window of the k-th.
+_BUFFER = 32
+_NEVER = -(2**62)
+# Keys summed together by exact rescoring (their sums stay in L1 cache).
+_SUM_BATCH = 512  # below every score (|score| <= 2^PLANES * 2^31 for any dimension stored)
 
 
-def _scan(blocks, table, absolute, out):  # pragma: no cover - compiled
-    n_blocks, nb, width = blocks.shape
+def _make_pass(group, first):  # pragma: no cover - compiled
+    def _pass(words, b, w0, planes, acc):
+        # acc[r] (+)= <key r, q> over the key words w0 .. w0 + group - 1
+        for r in range(acc.size):
+            s = 0
+            for p in range(PLANES - 1):
+                c = 0
+                for w in range(group):
+                    c += _popcount(words[b, w0 + w, r] & planes[w0 + w, p])
+                s += np.int64(c) << p
+            c = 0
+            for w in range(group):
+                c += _popcount(words[b, w0 + w, r] & planes[w0 + w, PLANES - 1])
+            s -= np.int64(c) << (PLANES - 1)
+            if first:
+                acc[r] = s
+            else:
+                acc[r] += s
+    return _pass
+
+
+def _score_block(words, b, planes, acc):  # pragma: no cover - compiled
+    """``acc[r]`` = integer score of key ``r`` of block ``b``."""
+    n_words = words.shape[1]
+    rest = n_words % _GROUP
+    # the first pass writes acc, the others add to it
+    if rest == 0:
+        _first4(words, b, 0, planes, acc)
+    elif rest == 1:
+        _first1(words, b, 0, planes, acc)
+    elif rest == 2:
+        _first2(words, b, 0, planes, acc)
+    else:
+        _first3(words, b, 0, planes, acc)
+    for w0 in range(rest if rest else _GROUP, n_words, _GROUP):
+        _add4(words, b, w0, planes, acc)
+
+
+def _scan(words, planes, absolute, out):  # pragma: no cover - compiled
+    n_blocks, _, width = words.shape
     for b in prange(n_blocks):
         acc = out[b * width:(b + 1) * width]
-        acc[:] = 0
-        j = 0
-        while j + 4 <= nb:  # four byte columns per pass: fewer passes over the accumulators
-            t0 = table[j * 256:(j + 1) * 256]
-            t1 = table[(j + 1) * 256:(j + 2) * 256]
-            t2 = table[(j + 2) * 256:(j + 3) * 256]
-            t3 = table[(j + 3) * 256:(j + 4) * 256]
-            c0, c1, c2, c3 = blocks[b, j], blocks[b, j + 1], blocks[b, j + 2], blocks[b, j + 3]
-            for r in range(width):
-                acc[r] += (t0[c0[r]] + t1[c1[r]]) + (t2[c2[r]] + t3[c3[r]])
-            j += 4
-        while j < nb:
-            t0 = table[j * 256:(j + 1) * 256]
-            c0 = blocks[b, j]
-            for r in range(width):
-                acc[r] += t0[c0[r]]
-            j += 1
+        _score_block(words, b, planes, acc)
         if absolute:
             for r in range(width):
                 acc[r] = abs(acc[r])
 
 
-def _exact(blocks, ids, v, out):  # pragma: no cover - compiled
-    nb, width = blocks.shape[1], blocks.shape[2]
-    for k in range(ids.size):
-        b, r = ids[k] // width, ids[k] % width
-        acc = 0.0
-        for j in range(nb):
-            byte = blocks[b, j, r]
-            for bit in range(8):
-                # Branch-free: an unset cell adds an exact zero, so the sum is still the
-                # ascending-order sum of the set cells (random bits defeat branch prediction).
-                acc += v[8 * j + bit] * ((byte >> (7 - bit)) & 1)
-        out[k] = acc
+def _kth_bound(values, k, counts):  # pragma: no cover - compiled
+    """A value at most the k-th largest of ``values``, within ``(max - min) / 128``: the lower
+    edge of the bin holding the k-th largest in a histogram of ``counts.size`` bins (branch-free;
+    an exact selection costs ten times more, mostly in mispredicted branches)."""
+    hi, lo = values.max(), values.min()
+    shift = 0
+    while (hi - lo) >> shift >= counts.size:
+        shift += 1
+    counts[:] = 0
+    for x in values:
+        counts[(hi - x) >> shift] += 1
+    seen = 0
+    for b in range(counts.size):
+        seen += counts[b]
+        if seen >= k:  # bins 0 .. b hold k values, all >= hi - (b + 1) 2^shift + 1
+            return hi - ((b + 1) << shift) + 1
+    return lo
+
+
+def _compact(ids, values, rows, count, threshold):  # pragma: no cover - compiled
+    kept = 0
+    for i in range(count):
+        if values[i] >= threshold:
+            ids[kept] = ids[i]
+            values[kept] = values[i]
+            rows[kept] = rows[i]
+            kept += 1
+    return kept
+
+
+def _collect(words, planes, n, absolute, k, window, first, last, ids, values, rows):
+    # pragma: no cover - compiled
+    """Keys of blocks ``first .. last - 1`` within ``window`` of their running k-th best score
+    (ids, integer scores and words, copied while the block is in cache); their count, or -1
+    when more than half the buffer stays within the window (ties)."""
+    width = words.shape[2]
+    cap = ids.size
+    acc = np.empty(width, np.int64)
+    # flags[r] = key r reaches the threshold; read 8 at a time, most words are 0
+    flags = np.zeros(width, np.uint8)
+    flag_words = flags.view(np.uint64)
+    bins = np.empty(256, np.int64)
+    threshold = _NEVER
+    count = 0
+    refresh = min(cap, 2 * k)  # the count at which the threshold is raised next
+    for b in range(first, last):
+        _score_block(words, b, planes, acc)
+        stop = min(width, n - b * width)
+        for r in range(stop):
+            score = abs(acc[r]) if absolute else acc[r]
+            acc[r] = score
+            flags[r] = score >= threshold
+        for i in range(flag_words.size):
+            if flag_words[i] == 0:
+                continue
+            for r in range(8 * i, min(8 * i + 8, stop)):
+                if acc[r] < threshold:
+                    continue
+                if count == refresh:
+                    # A k-th best score among the keys seen is at most the final k-th best.
+                    threshold = max(threshold, _kth_bound(values[:count], k, bins) - window)
+                    count = _compact(ids, values, rows, count, threshold)
+                    if 2 * count <= cap:
+                        # raised again after k more candidates: about k log(n / k) in all
+                        refresh = min(cap, count + k)
+                    elif cap < (last - first) * width:
+                        return -1
+                    else:  # the buffer holds every key left: no more compaction
+                        refresh = cap
+                    if acc[r] < threshold:
+                        continue
+                ids[count] = b * width + r
+                values[count] = acc[r]
+                rows[count] = words[b, :, r]
+                count += 1
+    return count
+
+
+def _top_candidates(words, planes, n, absolute, k, window, ids, values, rows, counts):
+    # pragma: no cover - compiled
+    n_blocks = words.shape[0]
+    chunks = counts.size
+    for t in prange(chunks):
+        counts[t] = _collect(words, planes, n, absolute, k, window, t * n_blocks // chunks,
+                             (t + 1) * n_blocks // chunks, ids[t], values[t], rows[t])
+
+
+def _gather(words, ids, rows):  # pragma: no cover - compiled
+    # Independent loads that overlap their cache misses (a key's words lie BLOCK * 8 apart).
+    width = words.shape[2]
+    for i in range(ids.size):
+        rows[i] = words[ids[i] // width, :, ids[i] % width]
+
+
+def _sums(rows, tables, out):  # pragma: no cover - compiled
+    for s in range(0, rows.shape[0], _SUM_BATCH):
+        acc = out[s:s + _SUM_BATCH]
+        acc[:] = 0.0
+        for j in range(tables.shape[0]):
+            # byte j of every key of the batch in turn: independent sums, each in ascending j
+            shift = np.uint64(8 * (j & 7))
+            table = tables[j]
+            for i in range(acc.size):
+                acc[i] += table[(rows[s + i, j >> 3] >> shift) & np.uint64(0xFF)]
 
 
 if AVAILABLE:
+    @intrinsic
+    def _popcount(typingctx, x):  # pragma: no cover - compiled
+        def codegen(context, builder, signature, args):
+            return builder.call(builder.module.declare_intrinsic("llvm.ctpop", [args[0].type]),
+                                args)
+        return types.uint64(types.uint64), codegen
+
+    _jit = njit(cache=True, boundscheck=False)
+    _first1, _first2, _first3, _first4 = (_jit(_make_pass(g, True)) for g in (1, 2, 3, 4))
+    _add4 = _jit(_make_pass(_GROUP, False))
+    _score_block = _jit(_score_block)
+    _kth_bound = _jit(_kth_bound)
+    _compact = _jit(_compact)
+    _collect = _jit(_collect)
+    _scan_serial = _jit(_scan)
     _scan_parallel = njit(parallel=True, cache=True, boundscheck=False)(_scan)
-    _scan_serial = njit(cache=True, boundscheck=False)(_scan)
-    _exact = njit(cache=True, boundscheck=False)(_exact)
+    _top_serial = _jit(_top_candidates)
+    _top_parallel = njit(parallel=True, cache=True, boundscheck=False)(_top_candidates)
+    _gather = _jit(_gather)
+    _sums = _jit(_sums)
 
 
-def scan(blocks: np.ndarray, table: np.ndarray, absolute: bool, threads: int) -> np.ndarray:
-    """Integer score of every stored key (the sum of ``table[j, byte j of the key]``), or its
-    absolute value, on ``threads`` threads; padding keys of the last block included."""
-    out = np.empty(blocks.shape[0] * blocks.shape[2], dtype=np.int32)
-    if threads <= 1 or blocks.shape[0] < _PARALLEL_BLOCKS:
-        _scan_serial(blocks, table, absolute, out)
-        return out
+def _threaded(serial, parallel, threads: int, n_blocks: int, *args) -> None:
+    if threads <= 1 or n_blocks < _PARALLEL_BLOCKS:
+        serial(*args)
+        return
     before = get_num_threads()
     set_num_threads(min(threads, config.NUMBA_NUM_THREADS))
     try:
-        _scan_parallel(blocks, table, absolute, out)
+        parallel(*args)
     finally:
         set_num_threads(before)
+
+
+def scan(words: np.ndarray, planes: np.ndarray, absolute: bool, threads: int) -> np.ndarray:
+    """Integer score ``<key, q>`` of every stored key (or its absolute value), padding keys of
+    the last block included, on ``threads`` threads."""
+    out = np.empty(words.shape[0] * words.shape[2], dtype=np.int64)
+    _threaded(_scan_serial, _scan_parallel, threads, words.shape[0], words, planes, absolute,
+              out)
     return out
 
 
-def exact_scores(blocks: np.ndarray, ids: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """Float64 sum of ``v`` over the set cells of each key ``ids``, in ascending cell order."""
-    out = np.empty(ids.size)
-    _exact(blocks, ids, v, out)
+def top_candidates(words: np.ndarray, planes: np.ndarray, n: int, absolute: bool, k: int,
+                   window: int, threads: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Ids, integer scores and words (one row per key) of a superset of the keys whose score is
+    at least the k-th best score minus ``window`` (``1 <= k < n``).
+
+    Each thread keeps the keys within ``window`` of the k-th best score it has seen so far: that
+    running score never exceeds the final k-th best, so no key of the window is dropped. When
+    ties crowd a thread's buffer, the scan is repeated with a buffer 8 times larger (one that
+    holds every key of a thread cannot overflow).
+    """
+    n_blocks, n_words, width = words.shape
+    chunks = threads if threads > 1 and n_blocks >= _PARALLEL_BLOCKS else 1
+    most = -(-n_blocks // chunks) * width  # keys of the largest chunk
+    cap = min(max(_BUFFER * k, 4 * width), most)
+    while True:
+        ids = np.empty((chunks, cap), dtype=np.int64)
+        values = np.empty((chunks, cap), dtype=np.int64)
+        rows = np.empty((chunks, cap, n_words), dtype=np.uint64)
+        counts = np.empty(chunks, dtype=np.int64)
+        _threaded(_top_serial, _top_parallel, chunks, n_blocks, words, planes, n, absolute, k,
+                  window, ids, values, rows, counts)
+        if np.all(counts >= 0):
+            return tuple(np.concatenate([part[t, :counts[t]] for t in range(chunks)])
+                         for part in (ids, values, rows))
+        cap = min(8 * cap, most)
+
+
+def exact_scores(rows: np.ndarray, tables: np.ndarray) -> np.ndarray:
+    """Float64 score of each key given by its words (``rows``, one row per key):
+    ``sum_j tables[j, byte j]`` in ascending ``j``."""
+    out = np.empty(rows.shape[0])
+    _sums(rows, tables, out)
     return out
+
+
+def key_rows(words: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """The words of the keys ``ids``, one row per key."""
+    rows = np.empty((ids.size, words.shape[1]), dtype=np.uint64)
+    _gather(words, ids, rows)
+    return rows
 
 
 def default_threads() -> int:
