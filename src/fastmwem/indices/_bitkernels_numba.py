@@ -41,8 +41,10 @@ _GROUP = 4
 # Blocks below which the scan stays on one thread: waking workers costs more (milliseconds on a
 # busy machine) than it saves.
 _PARALLEL_BLOCKS = 8
-# Candidates a thread's buffer holds, per k: room for the keys within the window of the k-th.
+# Candidates a thread's buffer holds: _BUFFER per unit of k (room for the keys within the window
+# of the k-th best), and at least _MIN_BUFFER.
 _BUFFER = 32
+_MIN_BUFFER = 16384
 _NEVER = -(2**62)
 # Keys summed together by exact rescoring (their sums stay in L1 cache).
 _SUM_BATCH = 512  # below every score (|score| <= 2^PLANES * 2^31 for any dimension stored)
@@ -115,22 +117,22 @@ def _kth_bound(values, k, counts):  # pragma: no cover - compiled
     return lo
 
 
-def _compact(ids, values, rows, count, threshold):  # pragma: no cover - compiled
+def _compact(ids, values, slots, count, threshold):  # pragma: no cover - compiled
     kept = 0
     for i in range(count):
         if values[i] >= threshold:
             ids[kept] = ids[i]
             values[kept] = values[i]
-            rows[kept] = rows[i]
+            slots[kept] = slots[i]
             kept += 1
     return kept
 
 
-def _collect(words, planes, n, absolute, k, window, first, last, ids, values, rows):
+def _collect(words, planes, n, absolute, k, window, first, last, ids, values, slots, rows):
     # pragma: no cover - compiled
-    """Keys of blocks ``first .. last - 1`` within ``window`` of their running k-th best score
-    (ids, integer scores and words, copied while the block is in cache); their count, or -1
-    when more than half the buffer stays within the window (ties)."""
+    """Keys of blocks ``first .. last - 1`` within ``window`` of their running k-th best score:
+    ids, integer scores and the slots of their words in ``rows`` (copied while the block is in
+    cache); their count, or -1 when more than half the buffer stays within the window (ties)."""
     width = words.shape[2]
     cap = ids.size
     acc = np.empty(width, np.int64)
@@ -140,7 +142,8 @@ def _collect(words, planes, n, absolute, k, window, first, last, ids, values, ro
     bins = np.empty(256, np.int64)
     threshold = _NEVER
     count = 0
-    refresh = min(cap, 2 * k)  # the count at which the threshold is raised next
+    used = 0  # rows written; rows of dropped candidates are reclaimed when all are used
+    settled = 0  # candidates at the last raise of the threshold
     for b in range(first, last):
         _score_block(words, b, planes, acc)
         stop = min(width, n - b * width)
@@ -154,40 +157,61 @@ def _collect(words, planes, n, absolute, k, window, first, last, ids, values, ro
             for r in range(8 * i, min(8 * i + 8, stop)):
                 if acc[r] < threshold:
                     continue
-                if count == refresh:
-                    # A k-th best score among the keys seen is at most the final k-th best.
-                    threshold = max(threshold, _kth_bound(values[:count], k, bins) - window)
-                    count = _compact(ids, values, rows, count, threshold)
-                    if 2 * count <= cap:
-                        # raised again after k more candidates: about k log(n / k) in all
-                        refresh = min(cap, count + k)
-                    elif cap < (last - first) * width:
-                        return -1
-                    else:  # the buffer holds every key left: no more compaction
-                        refresh = cap
+                if count == cap:
+                    threshold, count = _raise(ids, values, slots, count, k, window, threshold,
+                                              bins)
+                    if 2 * count > cap and cap < (last - first) * width:
+                        return -1  # ties crowd the buffer (one that holds every key cannot)
+                    settled = count
                     if acc[r] < threshold:
                         continue
+                if used == cap:
+                    for j in range(count):  # slots[j] >= j: candidates stay in insertion order
+                        for w in range(words.shape[1]):
+                            rows[j, w] = rows[slots[j], w]
+                        slots[j] = j
+                    used = count
                 ids[count] = b * width + r
                 values[count] = acc[r]
-                rows[count] = words[b, :, r]
+                slots[count] = used
+                for w in range(words.shape[1]):
+                    rows[used, w] = words[b, w, r]
                 count += 1
+                used += 1
+        # Raised once the candidates grow by a quarter (or k / 4): near the candidates of an
+        # exact running k-th best, at O(1) amortised per candidate.
+        if 4 * (count - settled) >= max(k, count, 64):
+            threshold, count = _raise(ids, values, slots, count, k, window, threshold, bins)
+            settled = count
     return count
 
 
-def _top_candidates(words, planes, n, absolute, k, window, ids, values, rows, counts):
+def _raise(ids, values, slots, count, k, window, threshold, bins):
+    # pragma: no cover - compiled
+    """The threshold raised to the k-th best score of the candidates minus ``window`` (at most
+    the final k-th best minus ``window``), and the candidates compacted to it."""
+    if count >= k:
+        threshold = max(threshold, _kth_bound(values[:count], k, bins) - window)
+    return threshold, _compact(ids, values, slots, count, threshold)
+
+
+def _top_candidates(words, planes, n, absolute, k, window, ids, values, slots, rows, counts):
     # pragma: no cover - compiled
     n_blocks = words.shape[0]
     chunks = counts.size
     for t in prange(chunks):
         counts[t] = _collect(words, planes, n, absolute, k, window, t * n_blocks // chunks,
-                             (t + 1) * n_blocks // chunks, ids[t], values[t], rows[t])
+                             (t + 1) * n_blocks // chunks, ids[t], values[t], slots[t],
+                             rows[t])
 
 
 def _gather(words, ids, rows):  # pragma: no cover - compiled
     # Independent loads that overlap their cache misses (a key's words lie BLOCK * 8 apart).
     width = words.shape[2]
     for i in range(ids.size):
-        rows[i] = words[ids[i] // width, :, ids[i] % width]
+        b, r = ids[i] // width, ids[i] % width
+        for w in range(words.shape[1]):
+            rows[i, w] = words[b, w, r]
 
 
 def _sums(rows, tables, out):  # pragma: no cover - compiled
@@ -216,6 +240,7 @@ if AVAILABLE:
     _score_block = _jit(_score_block)
     _kth_bound = _jit(_kth_bound)
     _compact = _jit(_compact)
+    _raise = _jit(_raise)
     _collect = _jit(_collect)
     _scan_serial = _jit(_scan)
     _scan_parallel = njit(parallel=True, cache=True, boundscheck=False)(_scan)
@@ -259,17 +284,20 @@ def top_candidates(words: np.ndarray, planes: np.ndarray, n: int, absolute: bool
     n_blocks, n_words, width = words.shape
     chunks = threads if threads > 1 and n_blocks >= _PARALLEL_BLOCKS else 1
     most = -(-n_blocks // chunks) * width  # keys of the largest chunk
-    cap = min(max(_BUFFER * k, 4 * width), most)
+    cap = min(max(_BUFFER * k, _MIN_BUFFER), most)
     while True:
         ids = np.empty((chunks, cap), dtype=np.int64)
         values = np.empty((chunks, cap), dtype=np.int64)
+        slots = np.empty((chunks, cap), dtype=np.int64)
         rows = np.empty((chunks, cap, n_words), dtype=np.uint64)
         counts = np.empty(chunks, dtype=np.int64)
         _threaded(_top_serial, _top_parallel, chunks, n_blocks, words, planes, n, absolute, k,
-                  window, ids, values, rows, counts)
+                  window, ids, values, slots, rows, counts)
         if np.all(counts >= 0):
-            return tuple(np.concatenate([part[t, :counts[t]] for t in range(chunks)])
-                         for part in (ids, values, rows))
+            found = range(chunks)
+            return (np.concatenate([ids[t, :counts[t]] for t in found]),
+                    np.concatenate([values[t, :counts[t]] for t in found]),
+                    np.concatenate([rows[t, slots[t, :counts[t]]] for t in found]))
         cap = min(8 * cap, most)
 
 

@@ -298,9 +298,8 @@ class BitPackedIndex(ExactScanIndex):
                                                          k, window, self._threads())
         kth = np.partition(approx, approx.size - k)[approx.size - k]
         near = approx >= kth - window
-        ids = ids[near]
         exact = self._kernels.exact_scores(rows[near], self._tables(v))
-        return best_k(ids, exact, k, key=np.abs(exact) if absolute else None)
+        return best_k(ids[near], exact, k, key=np.abs(exact) if absolute else None)
 
     def _tables(self, v: np.ndarray) -> np.ndarray:
         return _byte_tables(self._padded(v)).reshape(self.n_bytes, 256)
