@@ -124,7 +124,7 @@ def _bit_planes(v: np.ndarray, n_words: int, n_planes: int) -> tuple[np.ndarray,
     scaled = np.ldexp(v, power)  # exact, except results below the normal range (see caller)
     limit = 2 ** (n_planes - 1)
     q = np.clip(np.rint(scaled), -limit, limit - 1).astype(np.int64)
-    rest = scaled - q  # exact: |rest| <= 1 and scaled, q share the grid of 1/2^52 of their size
+    rest = scaled - q  # exact (Sterbenz): q is 0 or within a factor 2 of scaled
     slack = 1.0 + 2.0 * gamma(v.size, U64)  # float sums of v.size terms, rounded up
     residual = max(float(rest[rest > 0].sum()), -float(rest[rest < 0].sum())) * slack
     bits = (q[None, :] >> np.arange(n_planes)[:, None]) & 1
