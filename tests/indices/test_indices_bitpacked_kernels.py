@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from fastmwem.indices import BitPackedIndex, numba_available
-from fastmwem.indices.bitpacked import BLOCK, _bit_planes
+from fastmwem.indices.bitpacked import BLOCK, _plane_quantize
 
 pytestmark = pytest.mark.skipif(not numba_available(), reason="numba is not installed")
 
@@ -125,19 +125,18 @@ def test_bit_planes_hold_the_quantised_query_and_bound_the_rest():
     rng = np.random.default_rng(5)
     d = 128
     v = rng.dirichlet(np.full(d, 0.5)) - rng.dirichlet(np.ones(d))
-    planes, residual, l1 = _bit_planes(v, 2, 10)
-    # plane p's words hold np.packbits bytes little-endian: bytes back, then bits per cell
-    cells = np.stack([np.unpackbits(planes[:, p].astype("<u8").view(np.uint8))[:d]
-                      for p in range(10)]).astype(np.int64)
-    weights = np.array([2**p for p in range(9)] + [-(2**9)])
-    q = weights @ cells
-    top = np.abs(v).max()
-    scaled = np.ldexp(v, 9 - np.frexp(top)[1])
-    assert np.abs(q).max() <= 2**9
+    q, residual, l1 = _plane_quantize(v, 10)
+    scaled = np.ldexp(v, 9 - np.frexp(np.abs(v).max())[1])
     np.testing.assert_array_equal(q, np.clip(np.rint(scaled), -512, 511))
     keys = rng.random((5000, d)) < 0.5
     assert np.all(np.abs(keys @ (scaled - q)) <= residual)
     assert l1 >= np.abs(scaled).sum()
+    planes = _kernels().bit_planes(q, 2)
+    # plane p's words hold np.packbits bytes little-endian: bytes back, then bits per cell
+    cells = np.stack([np.unpackbits(planes[:, p].astype("<u8").view(np.uint8))[:d]
+                      for p in range(10)]).astype(np.int64)
+    weights = np.array([2**p for p in range(9)] + [-(2**9)])
+    np.testing.assert_array_equal(weights @ cells, q)
 
 
 def test_kth_bound_is_a_lower_bound_within_a_bin():

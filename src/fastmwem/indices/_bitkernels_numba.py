@@ -31,8 +31,8 @@ except ImportError:  # the numpy kernels of indices.bitpacked are used instead
 else:
     AVAILABLE = True
 
-__all__ = ["AVAILABLE", "PLANES", "scan", "top_candidates", "exact_scores", "key_rows",
-           "default_threads"]
+__all__ = ["AVAILABLE", "PLANES", "bit_planes", "scan", "top_candidates", "exact_scores",
+           "key_rows", "default_threads"]
 
 #: Bits of the quantised query in the compiled scan. Each plane costs a popcount per key word;
 #: fewer planes widen the rounding window (at |X| = 256, m = 10^6, k = 1415: about 2,500 keys to
@@ -207,6 +207,17 @@ def _top_candidates(words, planes, n, absolute, k, window, ids, values, slots, r
                              rows[t])
 
 
+def _planes(q, planes):  # pragma: no cover - compiled
+    # cell c: word c // 64, byte (c // 8) % 8 of the word (little-endian), bit 7 - c % 8 of the
+    # byte (np.packbits is big-endian)
+    planes[:] = 0
+    for c in range(q.size):
+        shift = np.uint64(8 * ((c >> 3) & 7) + 7 - (c & 7))
+        for p in range(PLANES):
+            if (q[c] >> p) & 1:
+                planes[c >> 6, p] |= np.uint64(1) << shift
+
+
 def _gather(words, ids, rows):  # pragma: no cover - compiled
     # Independent loads that overlap their cache misses (a key's words lie BLOCK * 8 apart).
     width = words.shape[2]
@@ -248,6 +259,7 @@ if AVAILABLE:
     _scan_parallel = njit(parallel=True, cache=True, boundscheck=False)(_scan)
     _top_serial = _jit(_top_candidates)
     _top_parallel = njit(parallel=True, cache=True, boundscheck=False)(_top_candidates)
+    _planes = _jit(_planes)
     _gather = _jit(_gather)
     _sums = _jit(_sums)
 
@@ -262,6 +274,14 @@ def _threaded(serial, parallel, threads: int, n_blocks: int, *args) -> None:
         parallel(*args)
     finally:
         set_num_threads(before)
+
+
+def bit_planes(q: np.ndarray, n_words: int) -> np.ndarray:
+    """``planes[w, p]``: bit ``p`` of the ``PLANES``-bit integers ``q`` (two's complement, one
+    per cell) over the cells of key word ``w``."""
+    planes = np.empty((n_words, PLANES), dtype=np.uint64)
+    _planes(q, planes)
+    return planes
 
 
 def scan(words: np.ndarray, planes: np.ndarray, absolute: bool, threads: int) -> np.ndarray:
@@ -299,7 +319,7 @@ def top_candidates(words: np.ndarray, planes: np.ndarray, n: int, absolute: bool
             found = range(chunks)
             return (np.concatenate([ids[t, :counts[t]] for t in found]),
                     np.concatenate([values[t, :counts[t]] for t in found]),
-                    np.concatenate([rows[t, slots[t, :counts[t]]] for t in found]))
+                    np.concatenate([rows[t][slots[t, :counts[t]]] for t in found]))
         cap = min(8 * cap, most)
 
 

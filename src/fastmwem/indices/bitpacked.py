@@ -110,12 +110,11 @@ def _quantize(v: np.ndarray) -> tuple[np.ndarray, float]:
         power -= 1  # float rounding of ``total``; never more than once in practice
 
 
-def _bit_planes(v: np.ndarray, n_words: int, n_planes: int) -> tuple[np.ndarray, float, float]:
+def _plane_quantize(v: np.ndarray, n_planes: int) -> tuple[np.ndarray, float, float]:
     """``v`` quantised to ``n_planes``-bit integers ``q = round(v 2^p)`` (``p`` as large as the
-    largest entry allows), as bit planes over the key words, with bounds in units of ``2^-p``.
+    largest entry allows), with bounds in units of ``2^-p``.
 
-    Returns ``(planes, residual, l1)``: ``planes[w, b]`` holds bit ``b`` of ``q`` (two's
-    complement) over the cells of key word ``w``; every key's ``<key, v 2^p - q>`` lies within
+    Returns ``(q, residual, l1)``: every 0/1 key's ``<key, v 2^p - q>`` lies within
     ``residual`` of 0 (the larger of the summed positive and negative remainders, rounded up);
     ``l1`` bounds ``sum |v| 2^p``.
     """
@@ -127,11 +126,7 @@ def _bit_planes(v: np.ndarray, n_words: int, n_planes: int) -> tuple[np.ndarray,
     rest = scaled - q  # exact (Sterbenz): q is 0 or within a factor 2 of scaled
     slack = 1.0 + 2.0 * gamma(v.size, U64)  # float sums of v.size terms, rounded up
     residual = max(float(rest[rest > 0].sum()), -float(rest[rest < 0].sum())) * slack
-    bits = (q[None, :] >> np.arange(n_planes)[:, None]) & 1
-    packed = np.zeros((n_planes, 8 * n_words), dtype=np.uint8)
-    packed[:, :v.size // 8] = np.packbits(bits.astype(np.uint8), axis=1)
-    planes = packed.view("<u8").astype(np.uint64).T.copy()
-    return planes, residual, float(np.abs(scaled).sum()) * slack
+    return q, residual, float(np.abs(scaled).sum()) * slack
 
 
 class BitPackedIndex(ExactScanIndex):
@@ -271,11 +266,11 @@ class BitPackedIndex(ExactScanIndex):
 
     def _planes(self, v: np.ndarray) -> tuple[np.ndarray, int]:
         """The compiled scan's bit planes of ``v`` and its window (integer units)."""
-        planes, residual, l1 = _bit_planes(self._padded(v), self._words.shape[1],
-                                           self._kernels.PLANES)
+        q, residual, l1 = _plane_quantize(self._padded(v), self._kernels.PLANES)
         # Integer scores are within residual of <key, v 2^p>, and score() within the rounding
         # bound; the + 1 covers scaled entries of v below the normal float range.
-        return planes, math.floor(2.0 * (residual + self._exact_rounding(l1))) + 1
+        window = math.floor(2.0 * (residual + self._exact_rounding(l1))) + 1
+        return self._kernels.bit_planes(q, self._words.shape[1]), window
 
     def _threads(self) -> int:
         return self.threads or self._kernels.default_threads()
