@@ -130,12 +130,19 @@ def _compact(ids, values, slots, count, threshold):  # pragma: no cover - compil
     return kept
 
 
-def _collect(words, planes, n, absolute, k, window, first, last, ids, values, slots, rows):
+def _collect(words, planes, n, absolute, k, window, queue, shared, ids, values, slots, rows):
     # pragma: no cover - compiled
-    """Keys of blocks ``first .. last - 1`` within ``window`` of their running k-th best score:
-    ids, integer scores and the slots of their words in ``rows`` (copied while the block is in
-    cache); their count, or -1 when more than half the buffer stays within the window (ties)."""
-    width = words.shape[2]
+    """Keys within ``window`` of the running k-th best score, over the blocks this thread takes
+    from ``queue`` (a block counter shared by the threads, so a thread slowed down by other work
+    takes fewer blocks): ids, integer scores and the slots of their words in ``rows`` (copied
+    while the block is in cache). Returns their count, or -1 when more than half the buffer
+    stays within the window (ties).
+
+    ``shared[0]`` is the highest threshold any thread has reached: each is at most the k-th
+    best score of some keys minus ``window``, so at most the final one, and any thread may use
+    it. Its reads and writes race, harmlessly: a lost update only lowers the threshold used.
+    """
+    n_blocks, n_words, width = words.shape
     cap = ids.size
     acc = np.empty(width, np.int64)
     # flags[r] = key r reaches the threshold; read 8 at a time, most words are 0
@@ -146,8 +153,12 @@ def _collect(words, planes, n, absolute, k, window, first, last, ids, values, sl
     count = 0
     used = 0  # rows written; rows of dropped candidates are reclaimed when all are used
     settled = 0  # candidates at the last raise of the threshold
-    for b in range(first, last):
+    while True:
+        b = _take(queue)
+        if b >= n_blocks:
+            break
         _score_block(words, b, planes, acc)
+        threshold = max(threshold, shared[0])
         stop = min(width, n - b * width)
         for r in range(stop):
             score = abs(acc[r]) if absolute else acc[r]
@@ -161,50 +172,53 @@ def _collect(words, planes, n, absolute, k, window, first, last, ids, values, sl
                     continue
                 if count == cap:
                     threshold, count = _raise(ids, values, slots, count, k, window, threshold,
-                                              bins)
-                    if 2 * count > cap and cap < (last - first) * width:
+                                              bins, shared)
+                    if 2 * count > cap and cap < n:
                         return -1  # ties crowd the buffer (one that holds every key cannot)
                     settled = count
                     if acc[r] < threshold:
                         continue
                 if used == cap:
                     for j in range(count):  # slots[j] >= j: candidates stay in insertion order
-                        for w in range(words.shape[1]):
+                        for w in range(n_words):
                             rows[j, w] = rows[slots[j], w]
                         slots[j] = j
                     used = count
                 ids[count] = b * width + r
                 values[count] = acc[r]
                 slots[count] = used
-                for w in range(words.shape[1]):
+                for w in range(n_words):
                     rows[used, w] = words[b, w, r]
                 count += 1
                 used += 1
         # Raised once the candidates grow by a quarter (or k / 4): near the candidates of an
         # exact running k-th best, at O(1) amortised per candidate.
         if 4 * (count - settled) >= max(k, count, 64):
-            threshold, count = _raise(ids, values, slots, count, k, window, threshold, bins)
+            threshold, count = _raise(ids, values, slots, count, k, window, threshold, bins,
+                                      shared)
             settled = count
-    return count
+    return _compact(ids, values, slots, count, max(threshold, shared[0]))
 
 
-def _raise(ids, values, slots, count, k, window, threshold, bins):
+def _raise(ids, values, slots, count, k, window, threshold, bins, shared):
     # pragma: no cover - compiled
-    """The threshold raised to the k-th best score of the candidates minus ``window`` (at most
-    the final k-th best minus ``window``), and the candidates compacted to it."""
+    """The threshold raised to the k-th best score of the candidates minus ``window`` (or the
+    shared one, if higher), shared, and the candidates compacted to it."""
+    threshold = max(threshold, shared[0])
     if count >= k:
         threshold = max(threshold, _kth_bound(values[:count], k, bins) - window)
+    if threshold > shared[0]:
+        shared[0] = threshold
     return threshold, _compact(ids, values, slots, count, threshold)
 
 
 def _top_candidates(words, planes, n, absolute, k, window, ids, values, slots, rows, counts):
     # pragma: no cover - compiled
-    n_blocks = words.shape[0]
-    chunks = counts.size
-    for t in prange(chunks):
-        counts[t] = _collect(words, planes, n, absolute, k, window, t * n_blocks // chunks,
-                             (t + 1) * n_blocks // chunks, ids[t], values[t], slots[t],
-                             rows[t])
+    queue = np.zeros(1, np.int64)
+    shared = np.full(1, _NEVER, np.int64)
+    for t in prange(counts.size):
+        counts[t] = _collect(words, planes, n, absolute, k, window, queue, shared, ids[t],
+                             values[t], slots[t], rows[t])
 
 
 def _planes(q, planes):  # pragma: no cover - compiled
@@ -246,6 +260,15 @@ if AVAILABLE:
             return builder.call(builder.module.declare_intrinsic("llvm.ctpop", [args[0].type]),
                                 args)
         return types.uint64(types.uint64), codegen
+
+    @intrinsic
+    def _take(typingctx, counter):  # pragma: no cover - compiled
+        """``counter[0]``, atomically incremented: the next block for the calling thread."""
+        def codegen(context, builder, signature, args):
+            array = context.make_array(signature.args[0])(context, builder, args[0])
+            one = context.get_constant(types.int64, 1)
+            return builder.atomic_rmw("add", array.data, one, "monotonic")
+        return types.int64(types.Array(types.int64, 1, "C")), codegen
 
     _jit = njit(cache=True, boundscheck=False)
     _first1, _first2, _first3, _first4 = (_jit(_make_pass(g, True)) for g in (1, 2, 3, 4))
@@ -298,15 +321,15 @@ def top_candidates(words: np.ndarray, planes: np.ndarray, n: int, absolute: bool
     """Ids, integer scores and words (one row per key) of a superset of the keys whose score is
     at least the k-th best score minus ``window`` (``1 <= k < n``).
 
-    Each thread keeps the keys within ``window`` of the k-th best score it has seen so far: that
+    Each thread takes blocks from a shared counter and keeps the keys within ``window`` of the
+    k-th best score seen so far (by it or, through a shared threshold, by any thread): that
     running score never exceeds the final k-th best, so no key of the window is dropped. When
     ties crowd a thread's buffer, the scan is repeated with a buffer 8 times larger (one that
-    holds every key of a thread cannot overflow).
+    holds every key cannot overflow).
     """
     n_blocks, n_words, width = words.shape
     chunks = threads if threads > 1 and n_blocks >= _PARALLEL_BLOCKS else 1
-    most = -(-n_blocks // chunks) * width  # keys of the largest chunk
-    cap = min(max(_BUFFER * k, _MIN_BUFFER), most)
+    cap = min(max(_BUFFER * k, _MIN_BUFFER), n)
     while True:
         ids = np.empty((chunks, cap), dtype=np.int64)
         values = np.empty((chunks, cap), dtype=np.int64)
@@ -320,7 +343,7 @@ def top_candidates(words: np.ndarray, planes: np.ndarray, n: int, absolute: bool
             return (np.concatenate([ids[t, :counts[t]] for t in found]),
                     np.concatenate([values[t, :counts[t]] for t in found]),
                     np.concatenate([rows[t][slots[t, :counts[t]]] for t in found]))
-        cap = min(8 * cap, most)
+        cap = min(8 * cap, n)
 
 
 def exact_scores(rows: np.ndarray, tables: np.ndarray) -> np.ndarray:
