@@ -74,16 +74,18 @@ def test_compiled_search_on_two_threads_matches_one():
         np.testing.assert_array_equal(a[0], b[0])
 
 
+@pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("buffer", [(1, 8), (2, 64), (32, 16384)])
-def test_refills_and_crowded_buffers_keep_the_exact_top(monkeypatch, buffer):
+def test_refills_and_crowded_buffers_keep_the_exact_top(monkeypatch, buffer, threads):
     # A tiny buffer refills (raises its threshold) constantly and overflows under ties, which
-    # retries with a larger one; the result must not change.
+    # retries with a larger one; two threads share blocks and thresholds. The result must not
+    # change.
     monkeypatch.setattr(_kernels(), "_BUFFER", buffer[0])
     monkeypatch.setattr(_kernels(), "_MIN_BUFFER", buffer[1])
     rng = np.random.default_rng(2)
-    n, d = 3 * BLOCK + 11, 24
+    n, d = 8 * BLOCK + 11, 24  # 9 blocks: parallel with two threads
     keys = rng.random((n, d)) < 0.5
-    fast, slow = _pair(keys)
+    fast, slow = _pair(keys, threads)
     flat = np.full(d, 0.25)  # scores 0.25 * popcount: thousands of ties at every value
     fine = 1.0 + rng.integers(0, 1000, size=d) * 1e-13  # below the planes' resolution
     for v in (*rng.normal(size=(4, d)), flat, -flat, np.zeros(d), fine):
