@@ -141,20 +141,21 @@ class BitPackedIndex(ExactScanIndex):
     ``score`` is the float64 sum of one table entry per key byte (the sum of the query over the
     byte's set entries), in ascending byte order.
 
-    With numba (``pip install "fastmwem[numba]"``) the scan is compiled: ``q`` has 8 bits, held
-    as bit planes, and a key's score is a few vectorised popcounts of its words; each thread
-    keeps only the keys near its running k-th best score, and the rest of the search handles a
-    few thousand keys. Without numba, a numpy scan (several times slower) adds one table
-    look-up per key byte with ``q`` as fine as int32 sums allow. Both return identical results.
+    With numba (``pip install "fastmwem[numba]"``) the scan is compiled: ``q`` has 10 bits,
+    held as bit planes, and a key's integer score is a few vectorised popcounts of its words;
+    the threads take blocks of keys from a shared counter and keep only the keys near the
+    running k-th best score, so the rest of the search handles a few thousand keys. Without
+    numba, a numpy scan (several times slower) adds one table look-up per key byte with ``q`` as
+    fine as int32 sums allow. Both return identical results.
 
     Args:
         dimension: key length (number of cells).
         private: the keys are private (``save`` then refuses).
         backend: ``"auto"`` (numba when installed), ``"numba"`` or ``"numpy"``.
         progress: show a progress bar on stderr for an ``add`` longer than two seconds.
-        threads: threads of the compiled scan (default: numba's, every core). On a machine
-            whose cores are busy with other work, ``threads=1`` can be much faster: a parallel
-            scan waits for its slowest thread.
+        threads: threads of the compiled scan (default: numba's, every core). They take
+            blocks of keys from a shared counter, so a thread slowed by other work on its core
+            takes fewer.
 
     >>> index = BitPackedIndex(4)
     >>> index.add([[1, 0, 1, 0], [0, 1, 1, 1], [1, 1, 1, 1]])
