@@ -15,11 +15,12 @@ with ``epsilon0``:
   and HNSW and hnswlib, approximate (run with ``allow_uncertified``: no privacy guarantee).
 
 Beside each time: recall@k of the top set against the exact one, the mean number of tail
-candidates drawn against the bound ``(N - k) / (k + 1)``, the time of the lazy sampler alone
-(given the top set), build time and key memory. All methods run side by side in one process on
-the same queries, so the ratios are measured, not projected. Median of ``--repeats`` selections
-(5 query vectors in turn), the methods interleaved round by round; seeded PCG64 for every method
-(the library default, ChaCha20, is slower for the 2m Gumbels of the classic method).
+candidates drawn against the bound ``(N - k) / (k + 1)``, where the time goes (the oracle's
+search alone, the mechanism's top set, the lazy sampler given the top set), build time and key
+memory. All methods run side by side in one process on the same queries, so the ratios are
+measured, not projected. Median of ``--repeats`` selections (5 query vectors in turn), the
+methods interleaved round by round; seeded PCG64 for every method (the library default,
+ChaCha20, is slower for the 2m Gumbels of the classic method).
 
 Run: ``nice python benchmarks/lazy_selection.py [--quick] [--ann]``. Writes
 benchmarks/results/lazy_selection.json and .png.
@@ -80,22 +81,31 @@ def classic_select(keys: np.ndarray, v: np.ndarray, scale: float,
     return int(np.argmax(logits + rng.gumbel(size=logits.size)))
 
 
+def _mean_time(fn, *args, runs: int = 5) -> float:
+    t = time.perf_counter()
+    for _ in range(runs):
+        fn(*args)
+    return (time.perf_counter() - t) / runs
+
+
 def lazy_quality(mech: LazyExponentialMechanism, queries: list[np.ndarray],
                  reference: list[np.ndarray]) -> dict:
-    """Recall@k of the mechanism's top set against the exact one, and the sampler's own time."""
+    """Recall@k of the mechanism's top set against the exact one, and where a selection's time
+    goes: the oracle's search alone, the mechanism's top set (search + merging the signs), and
+    the lazy sampler given the top set (medians over the queries, 5 runs each)."""
     k = mech._k_for(mech.n_candidates, 0)
     empty = np.empty(0, dtype=np.int64)
-    recalls, sampler = [], []
+    search = getattr(mech.oracle, "search_abs", mech.oracle.search)
+    recalls, times = [], {"search_ms": [], "top_ms": [], "sampler_ms": []}
     for q, ref in zip(queries, reference):
         ids, scores = mech._top(q, k, empty)
         recalls.append(np.intersect1d(ids, ref).size / ref.size)
-        gen = np.random.default_rng(7)
-        t = time.perf_counter()
-        for _ in range(5):
-            mech._draw(q, ids, scores, empty, gen)
-        sampler.append((time.perf_counter() - t) / 5)
+        times["search_ms"].append(_mean_time(search, q[None, :], k))
+        times["top_ms"].append(_mean_time(mech._top, q, k, empty))
+        times["sampler_ms"].append(_mean_time(mech._draw, q, ids, scores, empty,
+                                              np.random.default_rng(7)))
     return {"recall_mean": float(np.mean(recalls)), "recall_min": float(np.min(recalls)),
-            "sampler_ms": 1e3 * float(np.median(sampler))}
+            **{name: 1e3 * float(np.median(values)) for name, values in times.items()}}
 
 
 def index_specs(m: int, d: int, args: argparse.Namespace) -> list[tuple[str, str, dict]]:

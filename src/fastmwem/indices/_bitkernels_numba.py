@@ -1,11 +1,21 @@
 """Compiled kernels of the bit-packed index (numba, when installed).
 
-The keys are stored in blocks of ``width`` keys, byte-major within a block (``blocks[b, j, r]``
-is byte ``j`` of key ``b * width + r``): a scan then adds one table per byte column over a whole
-block of independent accumulators, about twice as fast as a row-by-row scan. The kernels compute
-exactly what the numpy kernels of ``indices.bitpacked`` compute (integer sums, and float64 sums
-of the set cells in ascending order), so both backends return identical results. Without numba
-the module still imports (``AVAILABLE`` is False) and is not used.
+Keys are stored in blocks of ``width`` keys, word-major within a block: ``words[b, w, r]`` is
+64-bit word ``w`` (the packed bytes ``8w .. 8w + 7``, little-endian) of key ``b * width + r``.
+
+The scan scores every key against a query quantised to ``PLANES``-bit integers ``q`` (two's
+complement) held as bit planes, ``planes[w, p]`` = bit ``p`` of ``q`` over the cells of word
+``w``: ``<key, q> = sum_p weight_p popcount(key & plane_p)``, with ``weight_p = 2^p`` and
+``-2^(PLANES-1)`` for the top plane. The loops over planes and words of a pass are unrolled at
+compile time, so the pass over the keys of a block vectorises (AVX-512 VPOPCNTQ where the CPU has
+it): several times faster than a byte-table look-up per key byte, which cannot vectorise.
+
+``top_candidates`` scans and keeps, per thread, the keys within a window of a running k-th best
+score (and a copy of their words), so nothing of size ``n`` is written; ``exact_scores``
+rescores keys in float64 by byte tables (``tables[j, byte j]``, summed over ``j`` in ascending
+order), exactly as the numpy kernels of ``indices.bitpacked`` do, so both backends return
+identical scores. Without numba the module still imports (``AVAILABLE`` is False) and is not
+used.
 """
 
 from __future__ import annotations
@@ -13,87 +23,342 @@ from __future__ import annotations
 import numpy as np
 
 try:
-    from numba import config, get_num_threads, njit, prange, set_num_threads
+    from numba import config, get_num_threads, njit, prange, set_num_threads, types
+    from numba.extending import intrinsic
 except ImportError:  # the numpy kernels of indices.bitpacked are used instead
     AVAILABLE = False
     prange = range
 else:
     AVAILABLE = True
 
-__all__ = ["AVAILABLE", "scan", "exact_scores", "default_threads"]
+__all__ = ["AVAILABLE", "PLANES", "bit_planes", "scan", "top_candidates", "exact_scores",
+           "key_rows", "default_threads"]
 
+#: Bits of the quantised query in the compiled scan. Each plane costs a popcount per key word;
+#: fewer planes widen the rounding window (at |X| = 256, m = 10^6, k = 1415: about 2,500 keys to
+#: rescore with 10 planes, 12,000 with 8).
+PLANES = 10
+# Key words per unrolled pass: 4 x PLANES popcounts keep the loop body small enough to vectorise.
+_GROUP = 4
 # Blocks below which the scan stays on one thread: waking workers costs more (milliseconds on a
 # busy machine) than it saves.
 _PARALLEL_BLOCKS = 8
+# Candidates a thread's buffer holds: _BUFFER per unit of k (room for the keys within the window
+# of the k-th best), and at least _MIN_BUFFER.
+_BUFFER = 32
+_MIN_BUFFER = 16384
+_NEVER = -(2**62)  # below every score (|score| <= 2^(PLANES - 1) per cell)
+# Keys summed together by exact rescoring (their sums stay in L1 cache).
+_SUM_BATCH = 512
 
 
-def _scan(blocks, table, absolute, out):  # pragma: no cover - compiled
-    n_blocks, nb, width = blocks.shape
+def _make_pass(group, first):  # pragma: no cover - compiled
+    def _pass(words, b, w0, planes, acc):
+        # acc[r] (+)= <key r, q> over the key words w0 .. w0 + group - 1
+        for r in range(acc.size):
+            s = 0
+            for p in range(PLANES - 1):
+                c = 0
+                for w in range(group):
+                    c += _popcount(words[b, w0 + w, r] & planes[w0 + w, p])
+                s += np.int64(c) << p
+            c = 0
+            for w in range(group):
+                c += _popcount(words[b, w0 + w, r] & planes[w0 + w, PLANES - 1])
+            s -= np.int64(c) << (PLANES - 1)
+            if first:
+                acc[r] = s
+            else:
+                acc[r] += s
+    return _pass
+
+
+def _score_block(words, b, planes, acc):  # pragma: no cover - compiled
+    """``acc[r]`` = integer score of key ``r`` of block ``b``."""
+    n_words = words.shape[1]
+    rest = n_words % _GROUP
+    # the first pass writes acc, the others add to it
+    if rest == 0:
+        _first4(words, b, 0, planes, acc)
+    elif rest == 1:
+        _first1(words, b, 0, planes, acc)
+    elif rest == 2:
+        _first2(words, b, 0, planes, acc)
+    else:
+        _first3(words, b, 0, planes, acc)
+    for w0 in range(rest if rest else _GROUP, n_words, _GROUP):
+        _add4(words, b, w0, planes, acc)
+
+
+def _scan(words, planes, absolute, out):  # pragma: no cover - compiled
+    n_blocks, _, width = words.shape
     for b in prange(n_blocks):
         acc = out[b * width:(b + 1) * width]
-        acc[:] = 0
-        j = 0
-        while j + 4 <= nb:  # four byte columns per pass: fewer passes over the accumulators
-            t0 = table[j * 256:(j + 1) * 256]
-            t1 = table[(j + 1) * 256:(j + 2) * 256]
-            t2 = table[(j + 2) * 256:(j + 3) * 256]
-            t3 = table[(j + 3) * 256:(j + 4) * 256]
-            c0, c1, c2, c3 = blocks[b, j], blocks[b, j + 1], blocks[b, j + 2], blocks[b, j + 3]
-            for r in range(width):
-                acc[r] += (t0[c0[r]] + t1[c1[r]]) + (t2[c2[r]] + t3[c3[r]])
-            j += 4
-        while j < nb:
-            t0 = table[j * 256:(j + 1) * 256]
-            c0 = blocks[b, j]
-            for r in range(width):
-                acc[r] += t0[c0[r]]
-            j += 1
+        _score_block(words, b, planes, acc)
         if absolute:
             for r in range(width):
                 acc[r] = abs(acc[r])
 
 
-def _exact(blocks, ids, v, out):  # pragma: no cover - compiled
-    nb, width = blocks.shape[1], blocks.shape[2]
-    for k in range(ids.size):
-        b, r = ids[k] // width, ids[k] % width
-        acc = 0.0
-        for j in range(nb):
-            byte = blocks[b, j, r]
-            for bit in range(8):
-                # Branch-free: an unset cell adds an exact zero, so the sum is still the
-                # ascending-order sum of the set cells (random bits defeat branch prediction).
-                acc += v[8 * j + bit] * ((byte >> (7 - bit)) & 1)
-        out[k] = acc
+def _kth_bound(values, k, counts):  # pragma: no cover - compiled
+    """A value at most the k-th largest of ``values``, within ``(max - min) / 128``: the lower
+    edge of the bin holding the k-th largest in a histogram of ``counts.size`` bins (branch-free;
+    an exact selection costs ten times more, mostly in mispredicted branches)."""
+    hi, lo = values.max(), values.min()
+    shift = 0
+    while (hi - lo) >> shift >= counts.size:
+        shift += 1
+    counts[:] = 0
+    for x in values:
+        counts[(hi - x) >> shift] += 1
+    seen = 0
+    for b in range(counts.size):
+        seen += counts[b]
+        if seen >= k:  # bins 0 .. b hold k values, all >= hi - (b + 1) 2^shift + 1
+            return hi - ((b + 1) << shift) + 1
+    return lo
+
+
+def _compact(ids, values, slots, count, threshold):  # pragma: no cover - compiled
+    kept = 0
+    for i in range(count):
+        if values[i] >= threshold:
+            ids[kept] = ids[i]
+            values[kept] = values[i]
+            slots[kept] = slots[i]
+            kept += 1
+    return kept
+
+
+def _collect(words, planes, n, absolute, k, window, queue, shared, ids, values, slots, rows):
+    # pragma: no cover - compiled
+    """Keys within ``window`` of the running k-th best score, over the blocks this thread takes
+    from ``queue`` (a block counter shared by the threads, so a thread slowed down by other work
+    takes fewer blocks): ids, integer scores and the slots of their words in ``rows`` (copied
+    while the block is in cache). Returns their count, or -1 when more than half the buffer
+    stays within the window (ties).
+
+    ``shared[0]`` is the highest threshold any thread has reached: each is at most the k-th
+    best score of some keys minus ``window``, so at most the final one, and any thread may use
+    it. Its reads and writes race, harmlessly: a lost update only lowers the threshold used.
+    """
+    n_blocks, n_words, width = words.shape
+    cap = ids.size
+    acc = np.empty(width, np.int64)
+    # flags[r] = key r reaches the threshold; read 8 at a time, most words are 0
+    flags = np.zeros(width, np.uint8)
+    flag_words = flags.view(np.uint64)
+    bins = np.empty(256, np.int64)
+    threshold = _NEVER
+    count = 0
+    used = 0  # rows written; rows of dropped candidates are reclaimed when all are used
+    settled = 0  # candidates at the last raise of the threshold
+    while True:
+        b = _take(queue)
+        if b >= n_blocks:
+            break
+        _score_block(words, b, planes, acc)
+        threshold = max(threshold, shared[0])
+        stop = min(width, n - b * width)
+        for r in range(stop):
+            score = abs(acc[r]) if absolute else acc[r]
+            acc[r] = score
+            flags[r] = score >= threshold
+        for i in range(flag_words.size):
+            if flag_words[i] == 0:
+                continue
+            for r in range(8 * i, min(8 * i + 8, stop)):
+                if acc[r] < threshold:
+                    continue
+                if count == cap:
+                    threshold, count = _raise(ids, values, slots, count, k, window, threshold,
+                                              bins, shared)
+                    if 2 * count > cap and cap < n:
+                        return -1  # ties crowd the buffer (one that holds every key cannot)
+                    settled = count
+                    if acc[r] < threshold:
+                        continue
+                if used == cap:
+                    for j in range(count):  # slots[j] >= j: candidates stay in insertion order
+                        for w in range(n_words):
+                            rows[j, w] = rows[slots[j], w]
+                        slots[j] = j
+                    used = count
+                ids[count] = b * width + r
+                values[count] = acc[r]
+                slots[count] = used
+                for w in range(n_words):
+                    rows[used, w] = words[b, w, r]
+                count += 1
+                used += 1
+        # Raised once the candidates grow by a quarter (or k / 4): near the candidates of an
+        # exact running k-th best, at O(1) amortised per candidate.
+        if 4 * (count - settled) >= max(k, count, 64):
+            threshold, count = _raise(ids, values, slots, count, k, window, threshold, bins,
+                                      shared)
+            settled = count
+    return _compact(ids, values, slots, count, max(threshold, shared[0]))
+
+
+def _raise(ids, values, slots, count, k, window, threshold, bins, shared):
+    # pragma: no cover - compiled
+    """The threshold raised to the k-th best score of the candidates minus ``window`` (or the
+    shared one, if higher), shared, and the candidates compacted to it."""
+    threshold = max(threshold, shared[0])
+    if count >= k:
+        threshold = max(threshold, _kth_bound(values[:count], k, bins) - window)
+    if threshold > shared[0]:
+        shared[0] = threshold
+    return threshold, _compact(ids, values, slots, count, threshold)
+
+
+def _top_candidates(words, planes, n, absolute, k, window, ids, values, slots, rows, counts):
+    # pragma: no cover - compiled
+    queue = np.zeros(1, np.int64)
+    shared = np.full(1, _NEVER, np.int64)
+    for t in prange(counts.size):
+        counts[t] = _collect(words, planes, n, absolute, k, window, queue, shared, ids[t],
+                             values[t], slots[t], rows[t])
+
+
+def _planes(q, planes):  # pragma: no cover - compiled
+    # cell c: word c // 64, byte (c // 8) % 8 of the word (little-endian), bit 7 - c % 8 of the
+    # byte (np.packbits is big-endian)
+    planes[:] = 0
+    for c in range(q.size):
+        shift = np.uint64(8 * ((c >> 3) & 7) + 7 - (c & 7))
+        for p in range(PLANES):
+            if (q[c] >> p) & 1:
+                planes[c >> 6, p] |= np.uint64(1) << shift
+
+
+def _gather(words, ids, rows):  # pragma: no cover - compiled
+    # Independent loads that overlap their cache misses (a key's words lie BLOCK * 8 apart).
+    width = words.shape[2]
+    for i in range(ids.size):
+        b, r = ids[i] // width, ids[i] % width
+        for w in range(words.shape[1]):
+            rows[i, w] = words[b, w, r]
+
+
+def _sums(rows, tables, out):  # pragma: no cover - compiled
+    for s in range(0, rows.shape[0], _SUM_BATCH):
+        acc = out[s:s + _SUM_BATCH]
+        acc[:] = 0.0
+        for j in range(tables.shape[0]):
+            # byte j of every key of the batch in turn: independent sums, each in ascending j
+            shift = np.uint64(8 * (j & 7))
+            table = tables[j]
+            for i in range(acc.size):
+                acc[i] += table[(rows[s + i, j >> 3] >> shift) & np.uint64(0xFF)]
 
 
 if AVAILABLE:
+    @intrinsic
+    def _popcount(typingctx, x):  # pragma: no cover - compiled
+        def codegen(context, builder, signature, args):
+            return builder.call(builder.module.declare_intrinsic("llvm.ctpop", [args[0].type]),
+                                args)
+        return types.uint64(types.uint64), codegen
+
+    @intrinsic
+    def _take(typingctx, counter):  # pragma: no cover - compiled
+        """``counter[0]``, atomically incremented: the next block for the calling thread."""
+        def codegen(context, builder, signature, args):
+            array = context.make_array(signature.args[0])(context, builder, args[0])
+            one = context.get_constant(types.int64, 1)
+            return builder.atomic_rmw("add", array.data, one, "monotonic")
+        return types.int64(types.Array(types.int64, 1, "C")), codegen
+
+    _jit = njit(cache=True, boundscheck=False)
+    _first1, _first2, _first3, _first4 = (_jit(_make_pass(g, True)) for g in (1, 2, 3, 4))
+    _add4 = _jit(_make_pass(_GROUP, False))
+    _score_block = _jit(_score_block)
+    _kth_bound = _jit(_kth_bound)
+    _compact = _jit(_compact)
+    _raise = _jit(_raise)
+    _collect = _jit(_collect)
+    _scan_serial = _jit(_scan)
     _scan_parallel = njit(parallel=True, cache=True, boundscheck=False)(_scan)
-    _scan_serial = njit(cache=True, boundscheck=False)(_scan)
-    _exact = njit(cache=True, boundscheck=False)(_exact)
+    _top_serial = _jit(_top_candidates)
+    _top_parallel = njit(parallel=True, cache=True, boundscheck=False)(_top_candidates)
+    _planes = _jit(_planes)
+    _gather = _jit(_gather)
+    _sums = _jit(_sums)
 
 
-def scan(blocks: np.ndarray, table: np.ndarray, absolute: bool, threads: int) -> np.ndarray:
-    """Integer score of every stored key (the sum of ``table[j, byte j of the key]``), or its
-    absolute value, on ``threads`` threads; padding keys of the last block included."""
-    out = np.empty(blocks.shape[0] * blocks.shape[2], dtype=np.int32)
-    if threads <= 1 or blocks.shape[0] < _PARALLEL_BLOCKS:
-        _scan_serial(blocks, table, absolute, out)
-        return out
+def _threaded(serial, parallel, threads: int, n_blocks: int, *args) -> None:
+    if threads <= 1 or n_blocks < _PARALLEL_BLOCKS:
+        serial(*args)
+        return
     before = get_num_threads()
     set_num_threads(min(threads, config.NUMBA_NUM_THREADS))
     try:
-        _scan_parallel(blocks, table, absolute, out)
+        parallel(*args)
     finally:
         set_num_threads(before)
+
+
+def bit_planes(q: np.ndarray, n_words: int) -> np.ndarray:
+    """``planes[w, p]``: bit ``p`` of the ``PLANES``-bit integers ``q`` (two's complement, one
+    per cell) over the cells of key word ``w``."""
+    planes = np.empty((n_words, PLANES), dtype=np.uint64)
+    _planes(q, planes)
+    return planes
+
+
+def scan(words: np.ndarray, planes: np.ndarray, absolute: bool, threads: int) -> np.ndarray:
+    """Integer score ``<key, q>`` of every stored key (or its absolute value), padding keys of
+    the last block included, on ``threads`` threads."""
+    out = np.empty(words.shape[0] * words.shape[2], dtype=np.int64)
+    _threaded(_scan_serial, _scan_parallel, threads, words.shape[0], words, planes, absolute,
+              out)
     return out
 
 
-def exact_scores(blocks: np.ndarray, ids: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """Float64 sum of ``v`` over the set cells of each key ``ids``, in ascending cell order."""
-    out = np.empty(ids.size)
-    _exact(blocks, ids, v, out)
+def top_candidates(words: np.ndarray, planes: np.ndarray, n: int, absolute: bool, k: int,
+                   window: int, threads: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Ids, integer scores and words (one row per key) of a superset of the keys whose score is
+    at least the k-th best score minus ``window`` (``1 <= k < n``).
+
+    Each thread takes blocks from a shared counter and keeps the keys within ``window`` of the
+    k-th best score seen so far (by it or, through a shared threshold, by any thread): that
+    running score never exceeds the final k-th best, so no key of the window is dropped. When
+    ties crowd a thread's buffer, the scan is repeated with a buffer 8 times larger (one that
+    holds every key cannot overflow).
+    """
+    n_blocks, n_words, width = words.shape
+    chunks = threads if threads > 1 and n_blocks >= _PARALLEL_BLOCKS else 1
+    cap = min(max(_BUFFER * k, _MIN_BUFFER), n)
+    while True:
+        ids = np.empty((chunks, cap), dtype=np.int64)
+        values = np.empty((chunks, cap), dtype=np.int64)
+        slots = np.empty((chunks, cap), dtype=np.int64)
+        rows = np.empty((chunks, cap, n_words), dtype=np.uint64)
+        counts = np.empty(chunks, dtype=np.int64)
+        _threaded(_top_serial, _top_parallel, chunks, n_blocks, words, planes, n, absolute, k,
+                  window, ids, values, slots, rows, counts)
+        if np.all(counts >= 0):
+            found = range(chunks)
+            return (np.concatenate([ids[t, :counts[t]] for t in found]),
+                    np.concatenate([values[t, :counts[t]] for t in found]),
+                    np.concatenate([rows[t][slots[t, :counts[t]]] for t in found]))
+        cap = min(8 * cap, n)
+
+
+def exact_scores(rows: np.ndarray, tables: np.ndarray) -> np.ndarray:
+    """Float64 score of each key given by its words (``rows``, one row per key):
+    ``sum_j tables[j, byte j]`` in ascending ``j``."""
+    out = np.empty(rows.shape[0])
+    _sums(rows, tables, out)
     return out
+
+
+def key_rows(words: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """The words of the keys ``ids``, one row per key."""
+    rows = np.empty((ids.size, words.shape[1]), dtype=np.uint64)
+    _gather(words, ids, rows)
+    return rows
 
 
 def default_threads() -> int:

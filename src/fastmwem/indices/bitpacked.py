@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 from types import ModuleType
 
 import numpy as np
@@ -10,19 +11,22 @@ import numpy as np
 from fastmwem._validation import check_int
 from fastmwem.indices._checks import check_dimension, check_keys, real_matrix, row_blocks
 from fastmwem.indices._common import ExactScanIndex
-from fastmwem.indices._topk import U64, gamma
+from fastmwem.indices._topk import U64, best_k, gamma
 
 __all__ = ["BitPackedIndex", "numba_available"]
 
 _BACKENDS = ("auto", "numba", "numpy")
-#: Keys per storage block: a block's int32 accumulators (16 KiB) stay in L1 cache during a scan.
+#: Keys per storage block: a block's int64 scores (32 KiB) stay in L1 cache during a scan.
 BLOCK = 4096
-# Blocks per step of the numpy scan, and ids per step of its exact scoring: bound the buffers.
+# Blocks per step of the numpy scan, and ids per step of exact scoring: bound the buffers.
 _GROUP = 16
 _ROWS = 4096
 _INT_LIMIT = 2**31 - 1
 # _POPCOUNT[b] = number of set bits of the byte value b.
 _POPCOUNT = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).sum(axis=1)
+# Where byte j % 8 of a stored 64-bit word sits in memory (the words hold the packed bytes
+# little-endian, whatever the machine's byte order).
+_LITTLE = sys.byteorder == "little"
 
 
 def _numba_kernels() -> ModuleType | None:
@@ -37,60 +41,92 @@ def numba_available() -> bool:
     return _numba_kernels() is not None
 
 
-def _numpy_scan(blocks: np.ndarray, table: np.ndarray, absolute: bool) -> np.ndarray:
-    n_blocks, nb, width = blocks.shape
+def _byte_column(words: np.ndarray, j: int) -> np.ndarray:
+    """Byte ``j`` of every key of ``words`` (shape ``(blocks, width)``, a strided view)."""
+    offset = j % 8 if _LITTLE else 7 - j % 8
+    return words.view(np.uint8)[:, j // 8, offset::8]
+
+
+def _numpy_scan(words: np.ndarray, table: np.ndarray, absolute: bool) -> np.ndarray:
+    n_blocks, width = words.shape[0], words.shape[2]
     out = np.zeros((n_blocks, width), dtype=np.int64)
-    tables = table.reshape(nb, 256)
+    tables = table.reshape(-1, 256)
     for s in range(0, n_blocks, _GROUP):
         acc = out[s:s + _GROUP]
-        for j in range(nb):
-            acc += np.take(tables[j], blocks[s:s + _GROUP, j])  # faster than fancy indexing
+        for j in range(tables.shape[0]):
+            acc += np.take(tables[j], _byte_column(words[s:s + _GROUP], j))
     out = out.reshape(-1)
     return np.abs(out, out=out) if absolute else out
 
 
-def _numpy_exact(blocks: np.ndarray, ids: np.ndarray, v: np.ndarray) -> np.ndarray:
-    out = np.empty(ids.size)
-    width = blocks.shape[2]
-    for s in range(0, ids.size, _ROWS):
-        chunk = ids[s:s + _ROWS]
-        bits = np.unpackbits(blocks[chunk // width, :, chunk % width], axis=1)
-        if bits.shape[0]:
-            # A running sum adds the set cells in ascending order (unset cells add an exact
-            # zero): the same float64 result as the compiled kernel, bit for bit.
-            out[s:s + bits.shape[0]] = np.cumsum(bits * v, axis=1)[:, -1]
+def _numpy_rows(words: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    width = words.shape[2]
+    return words[ids // width, :, ids % width]
+
+
+def _numpy_sums(rows: np.ndarray, tables: np.ndarray) -> np.ndarray:
+    out = np.empty(rows.shape[0])
+    for s in range(0, rows.shape[0], _ROWS):
+        chunk = rows[s:s + _ROWS]
+        acc = np.zeros(chunk.shape[0])
+        for j in range(tables.shape[0]):
+            # One table per byte, added in ascending byte order: the compiled kernel's sums,
+            # bit for bit.
+            byte = (chunk[:, j // 8] >> np.uint64(8 * (j % 8))) & np.uint64(0xFF)
+            acc += np.take(tables[j], byte)
+        out[s:s + chunk.shape[0]] = acc
     return out
 
 
 def _byte_tables(cells: np.ndarray) -> np.ndarray:
-    """Flat ``(len(cells) // 8) * 256`` int32 table of subset sums of each group of 8 cells."""
+    """Flat ``(len(cells) // 8) * 256`` table of subset sums of each group of 8 cells (the dtype
+    of ``cells``); entry ``256 j + b`` sums the cells of byte ``j`` set in the byte value ``b``."""
     c = cells.size // 8
-    table = np.zeros((c, 256), dtype=np.int64)
+    table = np.zeros((c, 256), dtype=cells.dtype)
     per_byte = cells.reshape(c, 8)
     for p in range(8):
         # Byte values in [2^p, 2^(p+1)) add cell 7 - p (np.packbits is big-endian) to the
         # values below 2^p.
         np.add(table[:, :1 << p], per_byte[:, 7 - p:8 - p], out=table[:, 1 << p:2 << p])
-    return table.reshape(-1).astype(np.int32)
+    return table.reshape(-1)
 
 
-def _quantize(v: np.ndarray) -> tuple[np.ndarray, int, float]:
-    """``(round(v 2^p), p, sum|v| 2^p)`` with the largest ``p`` whose subset sums fit in int32.
+def _quantize(v: np.ndarray) -> tuple[np.ndarray, float]:
+    """``(round(v 2^p), sum|v| 2^p)`` with the largest ``p`` whose subset sums fit in int32.
 
     The L1 norm is taken on ``v`` scaled by a power of two to a maximum in [0.5, 1), so neither
     huge nor subnormal queries overflow it.
     """
     top = float(np.abs(v).max())
     if top == 0.0:
-        return np.zeros(v.size, dtype=np.int64), 0, 0.0
+        return np.zeros(v.size, dtype=np.int64), 0.0
     shift = math.frexp(top)[1]
     total = float(np.abs(np.ldexp(v, -shift)).sum())
     power = math.floor(math.log2((_INT_LIMIT - v.size) / (total * (1.0 + 1e-6)))) - shift
     while True:
         quantized = np.rint(np.ldexp(v, power)).astype(np.int64)
         if int(np.abs(quantized).sum()) <= _INT_LIMIT:
-            return quantized, power, math.ldexp(total, power + shift)
+            return quantized, math.ldexp(total, power + shift)
         power -= 1  # float rounding of ``total``; never more than once in practice
+
+
+def _plane_quantize(v: np.ndarray, n_planes: int) -> tuple[np.ndarray, float, float]:
+    """``v`` quantised to ``n_planes``-bit integers ``q = round(v 2^p)`` (``p`` as large as the
+    largest entry allows), with bounds in units of ``2^-p``.
+
+    Returns ``(q, residual, l1)``: every 0/1 key's ``<key, v 2^p - q>`` lies within
+    ``residual`` of 0 (the larger of the summed positive and negative remainders, rounded up);
+    ``l1`` bounds ``sum |v| 2^p``.
+    """
+    top = float(np.abs(v).max())
+    power = n_planes - 1 - math.frexp(top)[1] if top > 0.0 else 0
+    scaled = np.ldexp(v, power)  # exact, except results below the normal range (see caller)
+    limit = 2 ** (n_planes - 1)
+    q = np.clip(np.rint(scaled), -limit, limit - 1).astype(np.int64)
+    rest = scaled - q  # exact (Sterbenz): q is 0 or within a factor 2 of scaled
+    slack = 1.0 + 2.0 * gamma(v.size, U64)  # float sums of v.size terms, rounded up
+    residual = max(float(rest[rest > 0].sum()), -float(rest[rest < 0].sum())) * slack
+    return q, residual, float(np.abs(scaled).sum()) * slack
 
 
 class BitPackedIndex(ExactScanIndex):
@@ -98,25 +134,28 @@ class BitPackedIndex(ExactScanIndex):
 
     Keys are bit-packed like ``np.packbits(keys, axis=1)`` (big-endian within a byte, the layout
     of ``RandomCountingQueries.packed``), 32 times smaller than float32, and stored in blocks of
-    ``BLOCK`` keys, byte-major within a block, so that a scan runs down byte columns. A search quantises the
-    query to integers ``round(v 2^p)`` (``p`` as large as int32 sums allow), builds a table of
-    the 256 subset sums of each group of 8 entries, and scans every key with one table look-up
-    per byte in exact integer arithmetic. A key's quantised score is within ``popcount / 2^(p+1)``
-    of its true score, so rescoring every key within the largest popcount (plus float64 slack) of
-    the k-th scanned score gives a true top-k (``indices._topk``); ``score`` sums the query over a
-    key's set entries in ascending order, in float64.
+    ``BLOCK`` keys, one 64-bit word column after another within a block, so that a scan runs
+    down columns. A search quantises the query to integers ``q = round(v 2^p)``, scores every
+    key exactly in integers, and rescores in float64 only the keys within the quantisation's
+    proven error of the k-th best integer score, which gives a true top-k (``indices._topk``).
+    ``score`` is the float64 sum of one table entry per key byte (the sum of the query over the
+    byte's set entries), in ascending byte order.
 
-    The scan runs compiled on every core with numba (``pip install "fastmwem[numba]"``), else
-    in numpy (several times slower); both return identical results.
+    With numba (``pip install "fastmwem[numba]"``) the scan is compiled: ``q`` has 10 bits,
+    held as bit planes, and a key's integer score is a few vectorised popcounts of its words;
+    the threads take blocks of keys from a shared counter and keep only the keys near the
+    running k-th best score, so the rest of the search handles a few thousand keys. Without
+    numba, a numpy scan (several times slower) adds one table look-up per key byte with ``q`` as
+    fine as int32 sums allow. Both return identical results.
 
     Args:
         dimension: key length (number of cells).
         private: the keys are private (``save`` then refuses).
         backend: ``"auto"`` (numba when installed), ``"numba"`` or ``"numpy"``.
         progress: show a progress bar on stderr for an ``add`` longer than two seconds.
-        threads: threads of the compiled scan (default: numba's, every core). On a machine
-            whose cores are busy with other work, ``threads=1`` can be much faster: a parallel
-            scan waits for its slowest thread.
+        threads: threads of the compiled scan (default: numba's, every core). They take
+            blocks of keys from a shared counter, so a thread slowed by other work on its core
+            takes fewer.
 
     >>> index = BitPackedIndex(4)
     >>> index.add([[1, 0, 1, 0], [0, 1, 1, 1], [1, 1, 1, 1]])
@@ -142,9 +181,9 @@ class BitPackedIndex(ExactScanIndex):
         self.backend = "numba" if kernels is not None else "numpy"
         self.threads = threads
         self._kernels = kernels
-        n_bytes = -(-self._dimension // 8)
-        # blocks[b, j, r] = byte j of key b * BLOCK + r (byte-major blocks: see the kernels)
-        self._blocks = np.zeros((0, n_bytes, BLOCK), dtype=np.uint8)
+        self._n_bytes = -(-self._dimension // 8)
+        # words[b, w, r] = word w (packed bytes 8w .. 8w + 7, little-endian) of key b * BLOCK + r
+        self._words = np.zeros((0, -(-self._n_bytes // 8), BLOCK), dtype=np.uint64)
         self._n = 0
         self._max_popcount = 0
 
@@ -155,19 +194,20 @@ class BitPackedIndex(ExactScanIndex):
     @property
     def n_bytes(self) -> int:
         """Bytes per key: ``ceil(dimension / 8)``."""
-        return int(self._blocks.shape[1])
+        return self._n_bytes
 
     @property
     def packed(self) -> np.ndarray:
         """The keys bit-packed one row per key, as ``np.packbits(keys, axis=1)`` (a copy)."""
-        rows = self._blocks.transpose(0, 2, 1).reshape(-1, self.n_bytes)[:self._n].copy()
-        rows.setflags(write=False)
-        return rows
+        rows = self._words.transpose(0, 2, 1).reshape(-1, self._words.shape[1])[:self._n]
+        out = np.ascontiguousarray(rows.astype("<u8")).view(np.uint8)[:, :self._n_bytes].copy()
+        out.setflags(write=False)
+        return out
 
     @property
     def nbytes(self) -> int:
-        """Memory held by the keys (the last block is padded to ``BLOCK`` keys)."""
-        return int(self._blocks.nbytes)
+        """Memory held by the keys (8-byte words; the last block is padded to ``BLOCK`` keys)."""
+        return int(self._words.nbytes)
 
     def add(self, keys: object) -> None:
         """Append 0/1 keys (a 2-D array of ``dimension`` columns, bool or numeric)."""
@@ -199,15 +239,19 @@ class BitPackedIndex(ExactScanIndex):
         if not packed.shape[0]:
             return
         total = self._n + packed.shape[0]
-        missing = -(-total // BLOCK) - self._blocks.shape[0]
+        n_words = self._words.shape[1]
+        missing = -(-total // BLOCK) - self._words.shape[0]
         if missing > 0:
-            self._blocks = np.concatenate(
-                [self._blocks, np.zeros((missing, self.n_bytes, BLOCK), dtype=np.uint8)])
+            self._words = np.concatenate(
+                [self._words, np.zeros((missing, n_words, BLOCK), dtype=np.uint64)])
+        rows = np.zeros((min(65536, packed.shape[0]), 8 * n_words), dtype=np.uint8)
         for start in range(0, packed.shape[0], 65536):
-            rows = packed[start:start + 65536]
-            ids = self._n + start + np.arange(rows.shape[0])
-            self._blocks[ids // BLOCK, :, ids % BLOCK] = rows
-            pop = int(_POPCOUNT[rows].sum(axis=1).max())
+            part = packed[start:start + 65536]
+            rows[:part.shape[0], :self.n_bytes] = part
+            ids = self._n + start + np.arange(part.shape[0])
+            words = rows[:part.shape[0]].view("<u8").astype(np.uint64)
+            self._words[ids // BLOCK, :, ids % BLOCK] = words
+            pop = int(_POPCOUNT[part].sum(axis=1).max())
             self._max_popcount = max(self._max_popcount, pop)
         self._n = total
 
@@ -216,23 +260,51 @@ class BitPackedIndex(ExactScanIndex):
         out[:v.size] = v
         return out
 
+    def _exact_rounding(self, l1: float) -> float:
+        """Bound on ``|score - <key, v>|`` for the float64 sums of ``score`` (units of ``l1``):
+        a cell passes through at most 7 additions in its table and ``n_bytes`` in the sum."""
+        return gamma(8 * self.n_bytes + 1, U64) * l1
+
+    def _planes(self, v: np.ndarray) -> tuple[np.ndarray, int]:
+        """The compiled scan's bit planes of ``v`` and its window (integer units)."""
+        q, residual, l1 = _plane_quantize(self._padded(v), self._kernels.PLANES)
+        # Integer scores are within residual of <key, v 2^p>, and score() within the rounding
+        # bound; the + 1 covers scaled entries of v below the normal float range.
+        window = math.floor(2.0 * (residual + self._exact_rounding(l1))) + 1
+        return self._kernels.bit_planes(q, self._words.shape[1]), window
+
+    def _threads(self) -> int:
+        return self.threads or self._kernels.default_threads()
+
     def _scan(self, v: np.ndarray, absolute: bool) -> tuple[np.ndarray, float]:
-        quantized, _, scaled_l1 = _quantize(self._padded(v))
-        table = _byte_tables(quantized)
-        if self._kernels is None:
-            scores = _numpy_scan(self._blocks, table, absolute)
-        else:
-            threads = self.threads or self._kernels.default_threads()
-            scores = self._kernels.scan(self._blocks, table, absolute, threads)
-        scores = scores[:self._n]  # the padding keys of the last block
-        # Quantisation moves a key's score by at most popcount / 2 integer units; the float64
-        # sums of ``score`` are within gamma * ||v||_1 of the truth (in the same units).
-        rounding = gamma(self.dimension + 1, U64) * scaled_l1
-        return scores, self._max_popcount + 2.0 * rounding + 1.0
+        if self._kernels is not None:
+            planes, window = self._planes(v)
+            scores = self._kernels.scan(self._words, planes, absolute, self._threads())
+            return scores[:self._n], window  # drop the padding keys of the last block
+        quantized, scaled_l1 = _quantize(self._padded(v))
+        scores = _numpy_scan(self._words, _byte_tables(quantized), absolute)[:self._n]
+        # Quantisation moves a key's score by at most popcount / 2 integer units.
+        return scores, self._max_popcount + 2.0 * self._exact_rounding(scaled_l1) + 1.0
+
+    def _top(self, v: np.ndarray, k: int, absolute: bool) -> tuple[np.ndarray, np.ndarray]:
+        if self._kernels is None or k >= self._n:
+            return super()._top(v, k, absolute)
+        planes, window = self._planes(v)
+        ids, approx, rows = self._kernels.top_candidates(self._words, planes, self._n, absolute,
+                                                         k, window, self._threads())
+        kth = np.partition(approx, approx.size - k)[approx.size - k]
+        near = approx >= kth - window
+        exact = self._kernels.exact_scores(rows[near], self._tables(v))
+        return best_k(ids[near], exact, k, key=np.abs(exact) if absolute else None)
+
+    def _tables(self, v: np.ndarray) -> np.ndarray:
+        return _byte_tables(self._padded(v)).reshape(self.n_bytes, 256)
 
     def _exact(self, ids: np.ndarray, v: np.ndarray) -> np.ndarray:
-        kernel = self._kernels.exact_scores if self._kernels is not None else _numpy_exact
-        return kernel(self._blocks, ids, self._padded(v))
+        if self._kernels is None:
+            return _numpy_sums(_numpy_rows(self._words, ids), self._tables(v))
+        return self._kernels.exact_scores(self._kernels.key_rows(self._words, ids),
+                                          self._tables(v))
 
     def _payload(self) -> dict[str, np.ndarray]:
         return {"packed": self.packed}

@@ -346,12 +346,18 @@ class LazyExponentialMechanism:
         keep = ids >= 0
         if excluded.size:
             keep &= ~np.isin(ids, excluded)
-        ids, scores = ids[keep], scores[keep]
-        ids, first = np.unique(ids, return_index=True)  # an id listed by both signs
-        scores = scores[first]
-        order = np.lexsort((ids, -scores))[:k]
-        if order.size == 0:
+        # Sorted by id (two stable sorts cost a tenth of np.lexsort and np.unique here).
+        by_id = np.argsort(ids[keep], kind="stable")
+        ids, scores = ids[keep][by_id], scores[keep][by_id]
+        first = np.ones(ids.size, dtype=bool)
+        first[1:] = ids[1:] != ids[:-1]  # an id listed by both signs: its first listing
+        ids, scores = ids[first], scores[first]
+        if ids.size == 0:
             raise RuntimeError(f"oracle {type(self.oracle).__name__} returned no keys")
+        if ids.size > k:  # the k best and their ties, then a sort of those only
+            near = scores >= np.partition(scores, ids.size - k)[ids.size - k]
+            ids, scores = ids[near], scores[near]
+        order = np.argsort(-scores, kind="stable")[:k]  # ties by id
         return ids[order], scores[order]
 
     # -- sampling ----------------------------------------------------------------------------
@@ -401,7 +407,8 @@ class LazyExponentialMechanism:
             p_tail = 1.0 if margin < -700.0 else -math.expm1(-math.exp(-margin))
             n_tail = int(generator.binomial(pool, p_tail)) if p_tail > 0 else 0
         if n_tail:
-            forbidden = np.union1d(top_ids, excluded)
+            # disjoint and each distinct: their sorted union (np.union1d is several times slower)
+            forbidden = np.sort(np.concatenate([top_ids, excluded]))
             tail_ids = _distinct_ids(generator, n, forbidden, n_tail)
             g_tail = _truncated_gumbel(generator, n_tail, p_tail, margin)
             y_tail = _log_weights(self._candidate_scores(tail_ids, v), scale, best_score)
