@@ -39,8 +39,12 @@ import time
 import warnings
 
 # OpenMP workers (numba's parallel scan, faiss) otherwise spin after each parallel region and
-# steal the cores from the BLAS threads of the next method measured; set before they load.
+# steal the cores from the BLAS threads of the next method measured; OpenBLAS's workers spin
+# for 2^28 cycles (about 0.1 s) after each product, into the next method's time (measured:
+# the lazy selection after a classic one took twice as long), unless told 2^4. Both are read
+# when the libraries load.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
 import numpy as np  # noqa: E402
 
