@@ -17,10 +17,12 @@ with ``epsilon0``:
 Beside each time: recall@k of the top set against the exact one, the mean number of tail
 candidates drawn against the bound ``(N - k) / (k + 1)``, where the time goes (the oracle's
 search alone, the mechanism's top set, the lazy sampler given the top set), build time and key
-memory. All methods run side by side in one process on the same queries, so the ratios are
-measured, not projected. Median of ``--repeats`` selections (5 query vectors in turn), the
-methods interleaved round by round; seeded PCG64 for every method (the library default,
-ChaCha20, is slower for the 2m Gumbels of the classic method).
+memory. Every time is wall time, with the process's CPU time beside it (all its threads: BLAS
+and numba workers included), which a busy machine inflates less. All methods run side by side
+in one process on the same queries, so the ratios are measured, not projected. Median of
+``--repeats`` selections (5 query vectors in turn), the methods interleaved round by round;
+seeded PCG64 for every method (the library default, ChaCha20, is slower for the 2m Gumbels of
+the classic method).
 
 Run: ``nice python benchmarks/lazy_selection.py [--quick] [--ann]``. Writes
 benchmarks/results/lazy_selection.json and .png.
@@ -37,8 +39,12 @@ import time
 import warnings
 
 # OpenMP workers (numba's parallel scan, faiss) otherwise spin after each parallel region and
-# steal the cores from the BLAS threads of the next method measured; set before they load.
+# steal the cores from the BLAS threads of the next method measured; OpenBLAS's workers spin
+# for 2^28 cycles (about 0.1 s) after each product, into the next method's time (measured:
+# the lazy selection after a classic one took twice as long), unless told 2^4. Both are read
+# when the libraries load.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
 import numpy as np  # noqa: E402
 
@@ -198,19 +204,21 @@ def run_size(m: int, d: int, args: argparse.Namespace) -> list[dict]:
             classic_keys, queries[r % N_QUERIES], scale, rng)))
     for meth, run in runners:
         run(0)  # warm-up: compiled kernels, caches
-        meth["times"], meth["stats"] = [], []
+        meth["times"], meth["cpu"], meth["stats"] = [], [], []
     for r in range(args.repeats):
         for meth, run in runners:
             if r < meth["repeats"]:
-                t = time.perf_counter()
+                t, c = time.perf_counter(), time.process_time()
                 out = run(r)
                 meth["times"].append(time.perf_counter() - t)
+                meth["cpu"].append(time.process_time() - c)
                 meth["stats"].append(out)
 
     rows = []
     for meth, _ in runners:
         row = {**base, **{key: meth[key] for key in ("method", "exact", "build_s", "key_bytes")},
-               **_summary(meth["times"])}
+               **_summary(meth["times"]),
+               "cpu_median_ms": 1e3 * float(np.median(meth["cpu"]))}
         if "mech" in meth:
             tails = np.array([s.n_tail for s in meth["stats"]])
             row.update(lazy_quality(meth["mech"], queries, reference), tail_mean=float(
@@ -223,6 +231,7 @@ def run_size(m: int, d: int, args: argparse.Namespace) -> list[dict]:
     for row in rows:
         if classic_keys is not None:
             row["speedup_vs_classic"] = rows[0]["median_ms"] / row["median_ms"]
+            row["cpu_speedup_vs_classic"] = rows[0]["cpu_median_ms"] / row["cpu_median_ms"]
     return rows
 
 
