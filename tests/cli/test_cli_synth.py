@@ -50,6 +50,29 @@ def test_synth_rows_and_evaluate_marks_report_not_private(coded_csv, tmp_path, c
     assert "NOT PRIVATE" in err
 
 
+@pytest.mark.parametrize("sampling", ["systematic", "independent"])
+def test_synth_sampling_methods(coded_csv, tmp_path, capsys, sampling):
+    csv, domain = coded_csv
+    out, report = tmp_path / "syn.csv", tmp_path / "report.json"
+    code, _, err = run(["synth", csv, "--domain", domain, "--epsilon", 1, "--out", out,
+                        "--rounds", 3, "--seed", 2, "--rows", 500, "--sampling", sampling,
+                        "--report", report], capsys)
+    assert code == 0, err
+    assert len(pd.read_csv(out)) == 500
+    assert json.loads(report.read_text())["command"]["sampling"] == sampling
+
+
+def test_synth_refuses_an_unknown_sampling_method(coded_csv, tmp_path, capsys):
+    csv, domain = coded_csv
+    out = tmp_path / "syn.csv"
+    with pytest.raises(SystemExit) as exit_info:
+        main(["synth", str(csv), "--domain", str(domain), "--epsilon", "1", "--out", str(out),
+              "--sampling", "stratified"])
+    assert exit_info.value.code == 2
+    assert "--sampling" in capsys.readouterr().err
+    assert not out.exists()
+
+
 def test_synth_demo_runs(tmp_path, capsys):
     out = tmp_path / "demo.csv"
     code, _, err = run(["synth", "--demo", "--epsilon", 1, "--out", out, "--rounds", 3,

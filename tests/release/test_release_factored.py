@@ -174,15 +174,16 @@ def test_log_probability_matches_the_joint():
 
 
 def test_samples_follow_the_model():
-    """Chi-square goodness of fit of 20,000 records to the model's law, alpha = 0.001.
+    """Chi-square goodness of fit of 20,000 independent records to the model's law, alpha = 0.001.
 
-    Power check: the same records fail against the uniform law (p < 1e-12).
+    Power check: the same records fail against the uniform law (p < 1e-12). (Systematic
+    records are tested in test_release_sampling.py: they are not multinomial.)
     """
     w = Marginals(DOMAIN, SETS)
     state = FactoredState(DOMAIN, 10.0)
     for g, values in enumerate(noisy_measurements(w, seed=5)):
         state.update_group(w, g, values)
-    frame = state.sample(20_000, np.random.default_rng(6))
+    frame = state.sample(20_000, np.random.default_rng(6), systematic=False)
     assert list(frame.columns) == list(DOMAIN.attributes)
     cells = np.ravel_multi_index(tuple(frame[a].to_numpy() for a in DOMAIN.attributes),
                                  DOMAIN.shape)
@@ -198,8 +199,9 @@ def test_sampling_a_zero_mass_separator_row_stays_in_range():
     tree.absorb(plan)
     cid = tree.covering((0, 1))
     tree.cliques[cid].table[...] = [[0.5, 0.5, 0.0], [0.0, 0.0, 0.0]]
-    codes = tree.sample(1000, np.random.default_rng(0))
-    assert codes[:, 0].max() == 0 and codes[:, 1].max() <= 1
+    for systematic in (True, False):
+        codes = tree.sample(1000, np.random.default_rng(0), systematic=systematic)
+        assert codes[:, 0].max() == 0 and codes[:, 1].max() <= 1
 
 
 def test_never_builds_the_domain():

@@ -200,12 +200,19 @@ def test_sampled_records_follow_the_synthetic_distribution():
     ds = correlated_dataset()
     w = Marginals.all_kway(ds.domain, 1)
     result = mwem(ds, w, epsilon=1.0, rounds=3, rng=0)
-    frame = result.sample(200_000, rng=9)
+    frame = result.sample(200_000, rng=9, sampling="independent")
     sampled = Dataset(frame.to_numpy(), ds.domain).histogram()
     expected = result.distribution * 200_000
     # Each cell count is binomial; 6 standard deviations over 64 cells keeps false alarms < 1e-6.
     sd = np.sqrt(expected * (1 - result.distribution))
     assert np.all(np.abs(sampled - expected) <= 6 * sd + 1)
+    # The default, systematic: every cell's count is its expectation rounded down or up.
+    chunks = list(result.sample_chunks(1001, rng=9, chunk_rows=1001))
+    sampled = Dataset(chunks[0].to_numpy(), ds.domain).histogram()
+    expected = result.distribution * 1001
+    assert np.all((sampled >= np.floor(expected)) & (sampled <= np.ceil(expected)))
+    with pytest.raises(ValueError, match="sampling must be one of"):
+        result.sample(10, rng=1, sampling="iid")
 
 
 def test_report_holds_only_private_outputs():

@@ -35,6 +35,7 @@ from fastmwem.evaluation import (
     workload_error,
 )
 from fastmwem.release._private import answers_from_marginals
+from fastmwem.release._sampling import SAMPLING_METHODS
 from fastmwem.release.defaults import (
     MAX_DEFAULT_ROUNDS,
     MWEMChoices,
@@ -113,6 +114,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="number of synthetic records (default: the noisy record count, "
                              "at least 1); written in blocks, checked against the free disk "
                              "space")
+    parser.add_argument("--sampling", choices=list(SAMPLING_METHODS), default="systematic",
+                        help="how records are drawn from the synthetic distribution: "
+                             "systematic (default: every cell's count within one of its "
+                             "expectation, so the records answer what the model answers) or "
+                             "independent draws")
     parser.add_argument("--seed", type=int, default=None,
                         help="seed for reproducible runs, for tests only: anyone who knows it can "
                              "remove the noise, so a seeded run is NOT private (default: OS "
@@ -268,7 +274,8 @@ def run(args: argparse.Namespace) -> int:
     rows = _rows(choices.record_count) if args.rows is None else args.rows
     if args.rows is None:
         _warn_if_noisy_count(choices.record_count, choices, args.privacy)
-    blocks = result.sample_chunks(rows, rng=None if args.seed is None else args.seed + 1)
+    blocks = result.sample_chunks(rows, rng=None if args.seed is None else args.seed + 1,
+                                  sampling=args.sampling)
     if show_progress:
         blocks = _with_progress(blocks, rows)
 
@@ -355,6 +362,7 @@ def _report(args: argparse.Namespace, spec: str, result: MWEMResult, choices: MW
         "noise_test": choices.noise_test,
         "rows_written": rows,
         "rows_chosen": _chosen(args.rows),
+        "sampling": args.sampling,
         **_options(args),
     }
     if evaluation is not None:

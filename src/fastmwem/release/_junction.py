@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from fastmwem.release._sampling import stratified_uniforms
 from fastmwem.release._tables import divide, expand, marginalise, outer, product_sum
 
 __all__ = ["JunctionTree", "Plan"]
@@ -425,21 +426,45 @@ class JunctionTree:
                             out -= np.log(table[tuple(codes[:, a] for a in sep)])
         return out
 
-    def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
-        """``n`` records as an ``(n, d)`` array of codes, drawn clique by clique down each tree."""
+    def sample(self, n: int, rng: np.random.Generator, *, systematic: bool = True) -> np.ndarray:
+        """``n`` records as an ``(n, d)`` array of codes, drawn clique by clique down each tree.
+
+        Every draw is an inverse-CDF lookup of a uniform; ``systematic`` spreads the uniforms
+        evenly within each stratum, over the attributes drawn before
+        (:func:`~fastmwem.release._sampling.stratified_uniforms`), else they are independent.
+        """
         self.calibrate()
         codes = np.zeros((n, len(self.shape)), dtype=np.int64)
+        drawn: list[int] = []
         for order in self.components():
             parent = self._bfs(order[0])[1]
             root = self.cliques[order[0]]
-            cells = rng.choice(root.table.size, size=n, p=_probabilities(root.table))
+            cumulative = np.cumsum(_probabilities(root.table))
+            uniforms = self._uniforms(np.zeros(n, dtype=np.int64), codes, drawn, rng, systematic)
+            cells = np.minimum(np.searchsorted(cumulative / cumulative[-1], uniforms,
+                                               side="right"), root.table.size - 1)
             _put(codes, root.axes, cells, root.table.shape)
+            drawn.extend(root.axes)
             for v in order[1:]:
-                self._sample_child(codes, parent[v], v, rng)  # type: ignore[arg-type]
+                self._sample_child(codes, parent[v], v, rng,  # type: ignore[arg-type]
+                                   drawn if systematic else None)
         return codes
 
-    def _sample_child(self, codes: np.ndarray, u: int, v: int, rng: np.random.Generator) -> None:
-        """Draw ``v``'s attributes outside the separator given the codes drawn on it."""
+    @staticmethod
+    def _uniforms(strata: np.ndarray, codes: np.ndarray, drawn: list[int] | None,
+                  rng: np.random.Generator, systematic: bool) -> np.ndarray:
+        if not systematic or drawn is None:
+            return rng.random(strata.size)
+        # A random priority among the earlier attributes, so that none is always balanced last.
+        priority = rng.permutation(np.asarray(drawn, dtype=np.int64))
+        return stratified_uniforms(strata, rng, tuple(codes[:, a] for a in priority))
+
+    def _sample_child(self, codes: np.ndarray, u: int, v: int, rng: np.random.Generator,
+                      drawn: list[int] | None) -> None:
+        """Draw ``v``'s attributes outside the separator given the codes drawn on it.
+
+        ``drawn``: the attributes drawn so far, for systematic draws (``None``: independent).
+        """
         sep = self._separator(u, v)
         clique = self.cliques[v]
         rest = tuple(a for a in clique.axes if a not in sep)
@@ -455,9 +480,13 @@ class JunctionTree:
         keys = (cdf + np.arange(n_sep)[:, None]).reshape(-1)
         row = (np.ravel_multi_index(tuple(codes[:, a] for a in sep), [self.shape[a] for a in sep])
                if sep else np.zeros(codes.shape[0], dtype=np.int64))
-        pos = np.searchsorted(keys, row + rng.random(codes.shape[0]), side="right")
+        earlier = None if drawn is None else [a for a in drawn if a not in sep]
+        uniforms = self._uniforms(row, codes, earlier, rng, drawn is not None)
+        pos = np.searchsorted(keys, row + uniforms, side="right")
         inner = np.clip(pos - row * n_rest, 0, n_rest - 1)
         _put(codes, rest, inner, tuple(self.shape[a] for a in rest))
+        if drawn is not None:
+            drawn.extend(rest)
 
 
 def _depths(parent: dict[int, int | None]) -> dict[int, int]:

@@ -268,6 +268,7 @@ class FactoredState:
         """``log p(x)`` of each row of integer codes (``-inf`` where the model puts no mass)."""
         return self.tree.log_probability(np.asarray(codes, dtype=np.int64))
 
-    def sample(self, n: int, rng: np.random.Generator) -> pd.DataFrame:
-        codes = self.tree.sample(n, rng)
+    def sample(self, n: int, rng: np.random.Generator, *, systematic: bool = True
+               ) -> pd.DataFrame:
+        codes = self.tree.sample(n, rng, systematic=systematic)
         return pd.DataFrame({a: codes[:, i] for i, a in enumerate(self.domain.attributes)})

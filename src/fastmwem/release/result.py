@@ -12,6 +12,7 @@ from fastmwem._validation import check_int, check_memory
 from fastmwem.accounting import LedgerEntry, PrivacyEvent, ledger_records
 from fastmwem.data.domain import Domain
 from fastmwem.random import make_rng
+from fastmwem.release._sampling import check_sampling
 from fastmwem.release.state import SyntheticState, sample_records
 from fastmwem.workloads.base import LinearWorkload
 
@@ -113,44 +114,50 @@ class MWEMResult:
             return self.model.answer(w) * self.total  # type: ignore[union-attr]
         return w.answer(self.histogram)
 
-    def sample(self, n: int | None = None, *, rng: object = None,
-               decode: bool = True) -> pd.DataFrame:
+    def sample(self, n: int | None = None, *, rng: object = None, decode: bool = True,
+               sampling: str = "systematic") -> pd.DataFrame:
         """Draw ``n`` synthetic records (default: the rounded record count).
 
-        Records are drawn independently from the synthetic distribution (a multinomial over the
-        cells, vectorised). With a schema, codes are decoded to the raw labels unless
-        ``decode=False``.
+        Each record's law is the synthetic distribution. ``sampling="systematic"`` (the default)
+        gives every cell (of a factored model: every clique cell, within each separator value)
+        ``floor`` or ``ceil`` of its expected count, so the records answer almost exactly what
+        the model answers (:mod:`fastmwem.release._sampling`); ``"independent"`` draws the
+        records independently (a multinomial). With a schema, codes are decoded to the raw
+        labels unless ``decode=False``.
 
         Raises:
             ResourceLimitError: (a ``ValueError``) the records would not fit in memory; checked
                 before anything is drawn.
         """
+        systematic = check_sampling(sampling) == "systematic"
         count = self._count(n)
         self._check_memory(count)
-        return self._draw(count, make_rng(rng), decode)
+        return self._draw(count, make_rng(rng), decode, systematic)
 
     def sample_chunks(self, n: int | None = None, *, rng: object = None, decode: bool = True,
-                      chunk_rows: int | None = None) -> Iterator[pd.DataFrame]:
+                      chunk_rows: int | None = None, sampling: str = "systematic"
+                      ) -> Iterator[pd.DataFrame]:
         """Draw ``n`` synthetic records (default: the rounded record count) in blocks.
 
-        Each block of at most ``chunk_rows`` records is drawn independently from the synthetic
-        distribution, so the blocks together are ``n`` independent draws, as from
-        :meth:`sample`, while memory holds one block at a time: any ``n`` can be streamed to a
-        file. ``chunk_rows`` defaults to :data:`CHUNK_ROWS`. Arguments and memory are checked
-        here, before the first block is drawn.
+        Each block of at most ``chunk_rows`` records is drawn as by :meth:`sample` (with
+        ``sampling``), independently of the other blocks, while memory holds one block at a
+        time: any ``n`` can be streamed to a file. ``chunk_rows`` defaults to
+        :data:`CHUNK_ROWS`. Arguments and memory are checked here, before the first block is
+        drawn.
         """
+        systematic = check_sampling(sampling) == "systematic"
         count = self._count(n)
         chunk_rows = CHUNK_ROWS if chunk_rows is None else chunk_rows
         size = min(count, check_int(chunk_rows, "chunk_rows", minimum=1))
         self._check_memory(size)
-        return self._blocks(count, size, make_rng(rng), decode)
+        return self._blocks(count, size, make_rng(rng), decode, systematic)
 
     def _blocks(self, count: int, size: int, generator: np.random.Generator,
-                decode: bool) -> Iterator[pd.DataFrame]:
+                decode: bool, systematic: bool) -> Iterator[pd.DataFrame]:
         done = 0
         while True:
             block = min(size, count - done)
-            yield self._draw(block, generator, decode)
+            yield self._draw(block, generator, decode, systematic)
             done += block
             if done >= count:
                 return
@@ -162,11 +169,14 @@ class MWEMResult:
         # Cell indices (drawn, shuffled) and one int64 column per attribute, plus a copy.
         check_memory(count * (16 + 24 * len(self.domain)), f"sampling {count} records")
 
-    def _draw(self, count: int, generator: np.random.Generator, decode: bool) -> pd.DataFrame:
+    def _draw(self, count: int, generator: np.random.Generator, decode: bool,
+              systematic: bool) -> pd.DataFrame:
         if self.histogram is None:
-            frame = self.model.sample(count, generator)  # type: ignore[union-attr]
+            frame = self.model.sample(count, generator,  # type: ignore[union-attr]
+                                      systematic=systematic)
         else:
-            frame = sample_records(self.histogram, self.domain, count, generator)
+            frame = sample_records(self.histogram, self.domain, count, generator,
+                                   systematic=systematic)
         if decode and self.schema is not None:
             return self.schema.decode(frame)
         return frame

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from fastmwem.data.domain import Domain, check_dense
+from fastmwem.release._sampling import systematic_counts
 from fastmwem.workloads.base import LinearWorkload, groups_of_queries, queries_of_groups
 
 __all__ = ["MWState", "SyntheticState", "MAX_RECORDS", "mw_group_step", "mw_query_step",
@@ -87,8 +88,13 @@ class SyntheticState(Protocol):
         """How far the distribution moved since ``checkpoint`` (L1; may consume it)."""
         ...
 
-    def sample(self, n: int, rng: np.random.Generator) -> pd.DataFrame:
-        """``n`` records drawn independently, as integer codes per attribute."""
+    def sample(self, n: int, rng: np.random.Generator, *, systematic: bool = True
+               ) -> pd.DataFrame:
+        """``n`` records, each drawn from the distribution, as integer codes per attribute.
+
+        ``systematic``: each cell's (or clique cell's) count within one of its expectation
+        (:mod:`fastmwem.release._sampling`); else independent draws.
+        """
         ...
 
 
@@ -289,14 +295,20 @@ class MWState:
         np.abs(scratch, out=scratch)  # type: ignore[call-overload]
         return float(scratch.sum())  # type: ignore[attr-defined]
 
-    def sample(self, n: int, rng: np.random.Generator) -> pd.DataFrame:
-        return sample_records(self.distribution, self.domain, n, rng)
+    def sample(self, n: int, rng: np.random.Generator, *, systematic: bool = True
+               ) -> pd.DataFrame:
+        return sample_records(self.distribution, self.domain, n, rng, systematic=systematic)
 
 
 def sample_records(distribution: np.ndarray, domain: Domain, n: int,
-                   rng: np.random.Generator) -> pd.DataFrame:
-    """Draw ``n`` records from a distribution over the cells, as integer codes per attribute."""
-    counts = rng.multinomial(n, distribution / distribution.sum())
+                   rng: np.random.Generator, *, systematic: bool = True) -> pd.DataFrame:
+    """Draw ``n`` records from a distribution over the cells, as integer codes per attribute.
+
+    ``systematic``: each cell gets ``floor`` or ``ceil`` of its expected count
+    (:func:`~fastmwem.release._sampling.systematic_counts`), else a multinomial draw.
+    """
+    counts = (systematic_counts(distribution, n, rng) if systematic
+              else rng.multinomial(n, distribution / distribution.sum()))
     cells = np.repeat(np.arange(distribution.size), counts)
     rng.shuffle(cells)
     codes = np.unravel_index(cells, domain.shape)
