@@ -8,6 +8,10 @@ ties that crowd the buffer, and with the buffer made tiny so that every refill p
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -72,6 +76,44 @@ def test_compiled_search_on_two_threads_matches_one():
         np.testing.assert_array_equal(a[1], b[1])
         np.testing.assert_array_equal(a[1], c[1])
         np.testing.assert_array_equal(a[0], b[0])
+
+
+def test_serial_and_parallel_kernels_have_their_own_cache_entries():
+    # Numba files a cached function by name and bytecode, not by parallel=True: one shared entry
+    # served the serial build to the parallel dispatcher (a two-thread search ran on one thread).
+    kernels = _kernels()
+    for serial, parallel in ((kernels._scan_serial, kernels._scan_parallel),
+                             (kernels._top_serial, kernels._top_parallel)):
+        assert serial._cache._cache_file._index_path != parallel._cache._cache_file._index_path
+
+
+_CHILD = """
+import sys
+import numpy as np
+from fastmwem.indices import BitPackedIndex, _bitkernels_numba as kernels
+rng = np.random.default_rng(0)
+index = BitPackedIndex(40, threads=int(sys.argv[1]), progress=False)
+index.add(rng.random((9 * 4096, 40)) < 0.5)  # 9 blocks: parallel on two threads
+v = rng.normal(size=40)
+index.search(v, 50)
+index._scan(v, False)
+print(sum(len(f.stats.cache_hits) for f in (kernels._scan_parallel, kernels._top_parallel)))
+"""
+
+
+@pytest.mark.slow
+def test_a_one_thread_run_does_not_serve_its_build_to_a_two_thread_run(tmp_path):
+    # The way the bug showed: a process searching on one thread fills the on-disk cache; a later
+    # process asking for two threads must compile the parallel kernels, not load the serial ones.
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
+
+    def child(threads: int) -> str:
+        done = subprocess.run([sys.executable, "-c", _CHILD, str(threads)], env=env,
+                              capture_output=True, text=True, timeout=600, check=True)
+        return done.stdout.strip()
+
+    child(1)
+    assert child(2) == "0"
 
 
 @pytest.mark.parametrize("threads", [1, 2])

@@ -17,7 +17,7 @@ import pytest
 from fastmwem.accounting import Accountant, BoundedRange, BudgetExceededError, PureDP
 from fastmwem.indices import BitPackedIndex, FlatIndex, make_index
 from fastmwem.mechanisms import ExponentialMechanism, LazyExponentialMechanism, Uncertified
-from fastmwem.mechanisms.lazy import UncertifiedOracleWarning
+from fastmwem.mechanisms.lazy import UncertifiedOracleWarning, _merged_top
 
 
 def _index(keys):
@@ -174,6 +174,25 @@ def test_bitpacked_and_flat_agree_seed_for_seed():
     v = rng.dirichlet(np.ones(20)) - rng.dirichlet(np.ones(20))
     same = sum(a.select(v, rng=s) == b.select(v, rng=s) for s in range(50))
     assert same >= 48  # equal top sets; last-bit score differences may rarely flip a draw
+
+
+def test_signed_top_from_search_abs_equals_the_general_merge():
+    # With search_abs, no exclusion and k <= m, the top of the 2m signed candidates is each
+    # key's better side: the general merge of both signs of the same keys, ties by id included.
+    rng = np.random.default_rng(9)
+    keys = rng.integers(0, 2, size=(300, 6)).astype(np.float64)
+    mech = LazyExponentialMechanism(_index(keys), epsilon=1.0, complement=True)
+    empty = np.empty(0, dtype=np.int64)
+    queries = [rng.normal(size=6), rng.integers(-2, 3, size=6).astype(np.float64),  # ties
+               np.array([1.0, -1.0, 0.0, 0.0, 2.0, -2.0]),  # zeros and mixed-sign ties
+               np.zeros(6), -np.zeros(6)]
+    for v in queries:
+        for k in (1, 7, 18, 150, 300):
+            ids, scores = mech._top(v, k, empty)
+            want_ids, want_scores = _merged_top(*mech._retrieve(v, k), k, empty, mech.oracle)
+            np.testing.assert_array_equal(ids, want_ids)
+            np.testing.assert_array_equal(scores, want_scores)
+            assert np.array_equal(np.signbit(scores), np.signbit(want_scores))
 
 
 # -- bad input -------------------------------------------------------------------------------------

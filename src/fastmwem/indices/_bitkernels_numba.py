@@ -20,6 +20,8 @@ used.
 
 from __future__ import annotations
 
+from types import FunctionType
+
 import numpy as np
 
 try:
@@ -253,6 +255,17 @@ def _sums(rows, tables, out):  # pragma: no cover - compiled
                 acc[i] += table[(rows[s + i, j >> 3] >> shift) & np.uint64(0xFF)]
 
 
+def _renamed(func, suffix):
+    """``func`` under another name. Numba's on-disk cache files a compiled function by its name
+    and bytecode, not by its options: a serial and a parallel build of one function would share
+    one entry, and whichever compiled first would be loaded for both (the parallel scan then
+    ran on one thread)."""
+    copy = FunctionType(func.__code__, func.__globals__, func.__name__ + suffix,
+                        func.__defaults__, func.__closure__)
+    copy.__qualname__ = func.__qualname__ + suffix
+    return copy
+
+
 if AVAILABLE:
     @intrinsic
     def _popcount(typingctx, x):  # pragma: no cover - compiled
@@ -278,10 +291,11 @@ if AVAILABLE:
     _compact = _jit(_compact)
     _raise = _jit(_raise)
     _collect = _jit(_collect)
+    _parallel_jit = njit(parallel=True, cache=True, boundscheck=False)
     _scan_serial = _jit(_scan)
-    _scan_parallel = njit(parallel=True, cache=True, boundscheck=False)(_scan)
+    _scan_parallel = _parallel_jit(_renamed(_scan, "_parallel"))
     _top_serial = _jit(_top_candidates)
-    _top_parallel = njit(parallel=True, cache=True, boundscheck=False)(_top_candidates)
+    _top_parallel = _parallel_jit(_renamed(_top_candidates, "_parallel"))
     _planes = _jit(_planes)
     _gather = _jit(_gather)
     _sums = _jit(_sums)

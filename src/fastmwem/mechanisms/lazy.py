@@ -121,6 +121,49 @@ def _distinct_ids(generator: np.random.Generator, n: int, forbidden: np.ndarray,
     return np.fromiter(chosen, dtype=np.int64, count=t)
 
 
+def _merged_top(ids: object, scores: object, k: int, excluded: np.ndarray,
+                oracle: object) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` best of candidate (ids, scores) as an oracle returned them (padding ``-1``, an
+    id possibly listed twice), excluded ids dropped: best first, ties by id."""
+    ids = np.asarray(ids, dtype=np.int64)
+    scores = np.asarray(scores, dtype=np.float64)
+    keep = ids >= 0
+    if excluded.size:
+        keep &= ~np.isin(ids, excluded)
+    # Sorted by id (two stable sorts cost a tenth of np.lexsort and np.unique here).
+    by_id = np.argsort(ids[keep], kind="stable")
+    ids, scores = ids[keep][by_id], scores[keep][by_id]
+    first = np.ones(ids.size, dtype=bool)
+    first[1:] = ids[1:] != ids[:-1]  # an id listed by both signs: its first listing
+    ids, scores = ids[first], scores[first]
+    if ids.size == 0:
+        raise RuntimeError(f"oracle {type(oracle).__name__} returned no keys")
+    if ids.size > k:  # the k best and their ties, then a sort of those only
+        near = scores >= np.partition(scores, ids.size - k)[ids.size - k]
+        ids, scores = ids[near], scores[near]
+    order = np.argsort(-scores, kind="stable")[:k]  # ties by id
+    return ids[order], scores[order]
+
+
+def _both_sides(ids: np.ndarray, scores: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """Keys as the signed candidates ``j`` (score ``s``) and ``m + j`` (score ``-s``)."""
+    return np.concatenate([ids, ids + m]), np.concatenate([scores, -scores])
+
+
+def _better_sides(ids: np.ndarray, scores: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """The top-``k`` of the ``2m`` signed candidates given the ``k`` distinct keys of largest
+    ``|score|`` (``k = ids.size``), best first with ties by id: each key's better side, id
+    ``j`` for a score ``>= 0`` and ``m + j`` otherwise, scoring ``|score|``. It beats every
+    other side, since ``|s| >= 0 >= -|s|`` and a zero score's other side, ``m + j``, loses the
+    tie by id."""
+    positive = scores >= 0  # -0.0 too, whose sides tie
+    ids = np.where(positive, ids, ids + m)
+    scores = np.where(positive, scores, -scores)
+    by_id = np.argsort(ids, kind="stable")
+    order = by_id[np.argsort(-scores[by_id], kind="stable")]
+    return ids[order], scores[order]
+
+
 def _check_oracle(oracle: object) -> None:
     missing = [name for name in _ORACLE_MEMBERS if not hasattr(oracle, name)]
     if missing:
@@ -317,6 +360,14 @@ class LazyExponentialMechanism:
             return np.where(ids >= m, -values, values)
         return np.abs(values) if self.absolute else values
 
+    def _search_abs(self, v: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray]:
+        """The oracle's top-``depth`` keys by ``|score|``: ids and signed scores, no padding."""
+        scores, ids = self.oracle.search_abs(v[None, :], depth)
+        ids = np.asarray(ids[0], dtype=np.int64)
+        scores = np.asarray(scores[0], dtype=np.float64)
+        keep = ids >= 0
+        return ids[keep], scores[keep]
+
     def _retrieve(self, v: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray]:
         """Candidate (ids, scores) that contain a top-``depth`` set of the candidate scores."""
         m = int(self.oracle.n_keys)
@@ -325,12 +376,8 @@ class LazyExponentialMechanism:
             scores, ids = self.oracle.search(v[None, :], depth)
             return ids[0], scores[0]
         if hasattr(self.oracle, "search_abs"):
-            scores, ids = self.oracle.search_abs(v[None, :], depth)
-            ids, scores = ids[0], scores[0]
-            ids, scores = ids[ids >= 0], scores[ids >= 0]
-            if self.absolute:
-                return ids, np.abs(scores)
-            return np.concatenate([ids, ids + m]), np.concatenate([scores, -scores])
+            ids, scores = self._search_abs(v, depth)
+            return (ids, np.abs(scores)) if self.absolute else _both_sides(ids, scores, m)
         # Both signs: the top of +v and of -v together hold the top by |score| and over 2m.
         scores, ids = self.oracle.search(np.stack([v, -v]), depth)
         if self.complement:
@@ -340,25 +387,16 @@ class LazyExponentialMechanism:
 
     def _top(self, v: np.ndarray, k: int, excluded: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The top-``k`` candidate ids (not excluded) and their scores, best first."""
-        ids, scores = self._retrieve(v, k + excluded.size)
-        ids = np.asarray(ids, dtype=np.int64)
-        scores = np.asarray(scores, dtype=np.float64)
-        keep = ids >= 0
-        if excluded.size:
-            keep &= ~np.isin(ids, excluded)
-        # Sorted by id (two stable sorts cost a tenth of np.lexsort and np.unique here).
-        by_id = np.argsort(ids[keep], kind="stable")
-        ids, scores = ids[keep][by_id], scores[keep][by_id]
-        first = np.ones(ids.size, dtype=bool)
-        first[1:] = ids[1:] != ids[:-1]  # an id listed by both signs: its first listing
-        ids, scores = ids[first], scores[first]
-        if ids.size == 0:
-            raise RuntimeError(f"oracle {type(self.oracle).__name__} returned no keys")
-        if ids.size > k:  # the k best and their ties, then a sort of those only
-            near = scores >= np.partition(scores, ids.size - k)[ids.size - k]
-            ids, scores = ids[near], scores[near]
-        order = np.argsort(-scores, kind="stable")[:k]  # ties by id
-        return ids[order], scores[order]
+        m = int(self.oracle.n_keys)
+        if self.complement and not excluded.size and k <= m and hasattr(self.oracle,
+                                                                         "search_abs"):
+            ids, scores = self._search_abs(v, k)
+            if ids.size == k:
+                return _better_sides(ids, scores, m)
+            ids, scores = _both_sides(ids, scores, m)
+        else:
+            ids, scores = self._retrieve(v, k + excluded.size)
+        return _merged_top(ids, scores, k, excluded, self.oracle)
 
     # -- sampling ----------------------------------------------------------------------------
     def select(self, query_vector: object, *, rng: object = None, exclude: object = None,
