@@ -20,7 +20,11 @@ search alone, the mechanism's top set, the lazy sampler given the top set), buil
 memory. Every time is wall time, with the process's CPU time beside it (all its threads: BLAS
 and numba workers included), which a busy machine inflates less. All methods run side by side
 in one process on the same queries, so the ratios are measured, not projected. Median of
-``--repeats`` selections (5 query vectors in turn), the methods interleaved round by round;
+``--repeats`` selections (5 query vectors in turn), the methods interleaved round by round,
+each timed selection right after an untimed one of the same method on another query vector, as
+in an MWEM run, where the previous round's selection ran just before (``--cold``: without it,
+so that the keys of a lazy index must come back from memory after the classic scan of
+gigabytes evicted them);
 seeded PCG64 for every method (the library default, ChaCha20, is slower for the 2m Gumbels of
 the classic method).
 
@@ -208,6 +212,8 @@ def run_size(m: int, d: int, args: argparse.Namespace) -> list[dict]:
     for r in range(args.repeats):
         for meth, run in runners:
             if r < meth["repeats"]:
+                if not args.cold:  # the previous round's selection (another query), untimed
+                    run(r + 1)
                 t, c = time.perf_counter(), time.process_time()
                 out = run(r)
                 meth["times"].append(time.perf_counter() - t)
@@ -262,6 +268,9 @@ def main() -> None:
                         help="largest float32 key matrix copied into faiss")
     parser.add_argument("--ann", action="store_true", help="also IVF, HNSW and hnswlib")
     parser.add_argument("--hnsw-max", type=float, default=1e4, help="largest m for HNSW builds")
+    parser.add_argument("--cold", action="store_true",
+                        help="time each selection right after the other methods' (caches "
+                             "cold) instead of right after one of its own")
     parser.add_argument("--quick", action="store_true", help="m = 1e4, 1e5 at d = 256 only")
     parser.add_argument("--output", default="lazy_selection")
     args = parser.parse_args()

@@ -359,6 +359,7 @@ def _report(args: argparse.Namespace, spec: str, result: MWEMResult, choices: MW
         "privacy": args.privacy,
         "delta": args.delta,
         "rounds_ceiling": choices.rounds_ceiling,
+        "candidates": choices.candidates,
         "noise_test": choices.noise_test,
         "rows_written": rows,
         "rows_chosen": _chosen(args.rows),

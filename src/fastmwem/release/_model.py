@@ -14,7 +14,13 @@ import numpy as np
 
 from fastmwem._validation import memory_limit as system_memory
 from fastmwem.data.domain import Domain, check_dense
-from fastmwem.release._candidates import closure_workload
+from fastmwem.release._candidates import (
+    SUPERSET_CELL_RATIO,
+    SUPERSET_MAX_QUERIES,
+    closure_workload,
+    superset_groups,
+    superset_workload,
+)
 from fastmwem.release._setup import MWEMSetup
 from fastmwem.release.factored import marginal_axes
 from fastmwem.release.resources import mwem_resources
@@ -22,6 +28,7 @@ from fastmwem.release.state import MWState, SyntheticState
 from fastmwem.workloads.base import LinearWorkload, groups_of_queries
 
 __all__ = ["check_release_inputs", "check_dataset", "choose_model", "candidate_workload",
+           "candidate_kind", "only_supersets",
            "within_cap", "worth_measuring", "candidate_groups", "selectable"]
 
 
@@ -97,17 +104,37 @@ def choose_model(config: object, workload: LinearWorkload,
     return model
 
 
+def candidate_kind(config: object, workload: LinearWorkload, model: str) -> str:
+    """``config.candidates`` with ``"auto"`` resolved (see ``MWEMConfig.candidates``)."""
+    wanted = config.candidates  # type: ignore[attr-defined]
+    if wanted != "auto":
+        return wanted
+    if getattr(config, "rounds", 1) is None or model != "dense":
+        return "closure"  # adaptive runs select among the closure, as AIM does
+    return "workload"  # mwem_auto's rounds rule may choose supersets instead
+
+
 def candidate_workload(config: object, workload: LinearWorkload,
                        model: str) -> LinearWorkload:
     """The workload whose groups the rounds select from (see ``MWEMConfig.candidates``)."""
-    wanted = config.candidates  # type: ignore[attr-defined]
-    if wanted == "auto":  # adaptive runs select among the closure, as AIM does
-        adaptive = getattr(config, "rounds", 1) is None
-        wanted = "workload" if model == "dense" and not adaptive else "closure"
-    if wanted == "workload":
-        return workload
-    closure = closure_workload(workload)
-    return workload if closure is None else closure
+    kind = candidate_kind(config, workload, model)
+    found = (None if kind == "workload" else
+             closure_workload(workload) if kind == "closure" else superset_workload(workload))
+    if found is None and config.candidates == "supersets":  # type: ignore[attr-defined]
+        raise ValueError(
+            "candidates='supersets' needs a marginal workload whose supersets (two more "
+            f"attributes) have at most {SUPERSET_CELL_RATIO}x the cells of its largest marginal "
+            f"and at most {SUPERSET_MAX_QUERIES} cells in all")
+    return workload if found is None else found
+
+
+def only_supersets(setup: MWEMSetup, candidates: LinearWorkload,
+                   workload: LinearWorkload) -> MWEMSetup:
+    """Leave the workload's own groups out of a superset run's selection (public)."""
+    if candidates is workload:
+        return setup
+    return dataclasses.replace(
+        setup, candidates=setup.candidates & superset_groups(candidates, workload))
 
 
 def within_cap(setup: MWEMSetup, workload: LinearWorkload, cap: int) -> MWEMSetup:

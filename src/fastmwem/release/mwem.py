@@ -38,10 +38,12 @@ from fastmwem.release._adaptive import run_adaptive
 from fastmwem.release._candidates import CANDIDATE_SETS, workload_weights
 from fastmwem.release._model import (
     candidate_groups,
+    candidate_kind,
     candidate_workload,
     check_dataset,
     check_release_inputs,
     choose_model,
+    only_supersets,
     selectable,
     within_cap,
     worth_measuring,
@@ -614,6 +616,8 @@ def plan_setup(config: MWEMConfig, workload: LinearWorkload, memory_limit: int |
     model = choose_model(config, workload, memory_limit)
     measured = candidate_workload(config, workload, model)
     setup = prepare(config, measured, model)
+    if measured is not workload and candidate_kind(config, workload, model) == "supersets":
+        setup = only_supersets(setup, measured, workload)
     if model != "dense":
         setup = within_cap(setup, measured, config.max_clique_cells)
     return model, measured, setup
