@@ -55,3 +55,11 @@ def test_mwem_refuses_superset_candidates_without_supersets():
     with pytest.raises(ValueError, match="candidates='supersets' needs"):
         mwem(ds, Marginals.all_kway(domain, 3), epsilon=1.0, rounds=2,
              rng=np.random.default_rng(0), candidates="supersets")
+
+
+@pytest.mark.parametrize("options", [{"rounds": None}, {"rounds": 2, "model": "junction-tree"}])
+def test_superset_candidates_need_a_dense_model_and_fixed_rounds(options):
+    ds = Dataset(np.zeros((10, 6), dtype=np.int64), BINARY)
+    with pytest.raises(ValueError, match="needs a dense model and fixed rounds"):
+        mwem(ds, Marginals.all_kway(BINARY, 3), epsilon=1.0, rng=np.random.default_rng(0),
+             candidates="supersets", **options)

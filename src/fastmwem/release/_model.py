@@ -118,6 +118,9 @@ def candidate_workload(config: object, workload: LinearWorkload,
                        model: str) -> LinearWorkload:
     """The workload whose groups the rounds select from (see ``MWEMConfig.candidates``)."""
     kind = candidate_kind(config, workload, model)
+    if kind == "supersets" and (model != "dense" or getattr(config, "rounds", 1) is None):
+        raise ValueError("candidates='supersets' needs a dense model and fixed rounds "
+                         f"(this run: model {model!r}, rounds {getattr(config, 'rounds', None)})")
     found = (None if kind == "workload" else
              closure_workload(workload) if kind == "closure" else superset_workload(workload))
     if found is None and config.candidates == "supersets":  # type: ignore[attr-defined]

@@ -50,7 +50,8 @@ from fastmwem.release.result import MWEMResult
 from fastmwem.release.state import MAX_RECORDS
 from fastmwem.workloads.base import LinearWorkload
 
-__all__ = ["mwem_auto", "MWEMChoices", "default_workload_spec", "default_rounds", "superset_rounds", "use_adaptive",
+__all__ = ["mwem_auto", "MWEMChoices", "default_workload_spec", "default_rounds",
+           "superset_rounds", "use_adaptive",
            "ADAPTIVE_MIN_RHO_N2",
            "DEFAULT_ORDER", "MAX_DEFAULT_ROUNDS", "NOISE_SHARE", "NOISE_TEST_ALPHA",
            "SUPERSET_ROUNDS_SCALE", "SUPERSET_ROUNDS_POWER", "SUPERSET_MIN_ROUNDS",
@@ -133,7 +134,8 @@ def superset_rounds(*, ceiling: int, cells: float, epsilon_rounds: float,
                     records: float) -> int:
     """The rounds rule of superset candidates: ``SUPERSET_ROUNDS_SCALE * (eps_r n / C) ** 0.3``.
 
-    Rounded, within ``[1, ceiling]``. Measuring supersets, a run needs fewer rounds to cover
+    Rounded, at least 1 and at most what :func:`default_rounds` allows (so at most
+    ``ceiling``). Measuring supersets, a run needs fewer rounds to cover
     the workload, and multiplicative weights fits few measurements less well: the best fixed
     rounds on NLTCS (``C = 32``) were about 10, 13-15, 20 and 25-35 at epsilon 0.1, 0.3, 1
     and 3, a power of ``eps_r n / C`` near 0.3 rather than the linear rule of
@@ -211,8 +213,12 @@ def mwem_auto(
     adult's junction tree, annealing scored 0.276 mean 3-way L1 at epsilon 1 against 0.174
     for fixed rounds); under pure DP by the rounds rule of this module, with
     the first-round noise test (``noise_test=NOISE_TEST_ALPHA`` unless given), which measured
-    better than pure-DP annealing on NLTCS (see docs/mwem.md). ``"adaptive"`` asks for
-    annealing under either definition; an integer fixes them (refused above the candidates).
+    better than pure-DP annealing on NLTCS (see docs/mwem.md). A pure-DP dense run whose
+    ``candidates`` are left to the default measures superset candidates instead
+    (:func:`~fastmwem.release._candidates.superset_workload`, with :func:`superset_rounds` and
+    ``SUPERSET_SELECT_FRACTION``) when the linear rule allows at least ``SUPERSET_MIN_ROUNDS``
+    rounds of them (decided from the released count). ``"adaptive"`` asks for annealing under
+    either definition; an integer fixes them (refused above the candidates).
 
     Everything MWEM checks before its charge is checked here before the count is charged, with
     the most rounds the rule can choose (so fewer rounds cannot fail either), and so is the

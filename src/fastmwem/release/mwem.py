@@ -179,8 +179,11 @@ class MWEMConfig:
             follows from the domain and the groups already selected (public).
         candidates: what a round may select: ``"workload"`` (its groups), ``"closure"`` (also
             the marginals on subsets of each marginal group's attributes, which are cheaper to
-            measure; :mod:`fastmwem.release._candidates`), or ``"auto"``: the closure for a
-            factored model of a marginal workload, else the workload.
+            measure; :mod:`fastmwem.release._candidates`), ``"supersets"`` (only the marginals
+            on each marginal group's attributes and two more, where they have at most 4x the
+            cells; dense model, fixed rounds), or ``"auto"``: the closure for a factored model
+            or adaptive rounds, else the workload (:func:`~fastmwem.release.mwem_auto` may
+            choose supersets under pure DP).
         select_fraction: the share of each round's epsilon spent on the selection (the rest
             measures); ``None``: 1/2 for a dense model (the paper's even split) and
             ``SELECT_FRACTION_FACTORED`` for a factored one, whose many small candidates a
