@@ -8,19 +8,13 @@ import pytest
 from fastmwem.cli import main
 
 
-def run(argv, capsys):
-    code = main([str(a) for a in argv])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
-def test_zcdp_run_reports_rho_epsilon_and_delta(coded_csv, tmp_path, capsys):
+def test_zcdp_run_reports_rho_epsilon_and_delta(coded_csv, tmp_path, cli):
     csv, domain = coded_csv
     out, report = tmp_path / "syn.csv", tmp_path / "report.json"
-    code, _, err = run(["synth", csv, "--domain", domain, "--epsilon", 1, "--privacy", "zcdp",
+    code, _, err = cli(*["synth", csv, "--domain", domain, "--epsilon", 1, "--privacy", "zcdp",
                         "--delta", 1e-9, "--workload", "marginals:2", "--rounds", "adaptive",
                         "--out", out,
-                        "--report", report, "--seed", 1], capsys)
+                        "--report", report, "--seed", 1])
     assert code == 0, err
     assert "delta=1e-09" in err
     payload = json.loads(report.read_text())
@@ -31,12 +25,12 @@ def test_zcdp_run_reports_rho_epsilon_and_delta(coded_csv, tmp_path, capsys):
     assert privacy["round_ledger"]
 
 
-def test_pure_run_reports_pure(coded_csv, tmp_path, capsys):
+def test_pure_run_reports_pure(coded_csv, tmp_path, cli):
     csv, domain = coded_csv
     out, report = tmp_path / "syn.csv", tmp_path / "report.json"
-    code, _, err = run(["synth", csv, "--domain", domain, "--epsilon", 1, "--rounds", 3,
+    code, _, err = cli(*["synth", csv, "--domain", domain, "--epsilon", 1, "--rounds", 3,
                         "--workload", "marginals:2", "--out", out, "--report", report,
-                        "--seed", 1], capsys)
+                        "--seed", 1])
     assert code == 0, err
     privacy = json.loads(report.read_text())["privacy"]
     assert privacy["definition"] == "pure" and privacy["epsilon"] == 1.0
