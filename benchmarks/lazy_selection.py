@@ -21,10 +21,14 @@ memory. Every time is wall time, with the process's CPU time beside it (all its 
 and numba workers included), which a busy machine inflates less. All methods run side by side
 in one process on the same queries, so the ratios are measured, not projected. Median of
 ``--repeats`` selections (5 query vectors in turn), the methods interleaved round by round,
-each timed selection right after an untimed one of the same method on another query vector, as
-in an MWEM run, where the previous round's selection ran just before (``--cold``: without it,
-so that the keys of a lazy index must come back from memory after the classic scan of
-gigabytes evicted them);
+each timed selection right after ``--settle`` seconds (at least one run) of untimed selections
+of the same method on other query vectors, as in an MWEM run, where the rounds' selections
+follow one another (``--cold``: right after the other methods' selections instead, so that
+the keys of a lazy index must come back from memory after the classic scan of gigabytes
+evicted them). On this 2-core virtual machine the cores need tens of milliseconds of work to
+come back to full speed after another method's run left one idle (a 70 ms classic selection
+is mostly one core; measured: the lazy selection right after it took 6.4, 4.5, 4.5, 4.9 ...
+ms, and 3.4 ms after about 50 ms of its own work), so one untimed run (5 ms) is not enough;
 seeded PCG64 for every method (the library default, ChaCha20, is slower for the 2m Gumbels of
 the classic method).
 
@@ -212,8 +216,7 @@ def run_size(m: int, d: int, args: argparse.Namespace) -> list[dict]:
     for r in range(args.repeats):
         for meth, run in runners:
             if r < meth["repeats"]:
-                if not args.cold:  # the previous round's selection (another query), untimed
-                    run(r + 1)
+                _settle(run, r, 0.0 if args.cold else args.settle)
                 t, c = time.perf_counter(), time.process_time()
                 out = run(r)
                 meth["times"].append(time.perf_counter() - t)
@@ -239,6 +242,20 @@ def run_size(m: int, d: int, args: argparse.Namespace) -> list[dict]:
             row["speedup_vs_classic"] = rows[0]["median_ms"] / row["median_ms"]
             row["cpu_speedup_vs_classic"] = rows[0]["cpu_median_ms"] / row["cpu_median_ms"]
     return rows
+
+
+def _settle(run, r: int, seconds: float) -> None:
+    """Untimed selections on query vectors other than round ``r``'s for ``seconds`` (at least
+    one if > 0): none leaves ``r``'s query tables cached for the timed one."""
+    if seconds <= 0:
+        return
+    end = time.perf_counter() + seconds
+    i = 0
+    while True:
+        run(r + 1 + i % (N_QUERIES - 1))
+        i += 1
+        if time.perf_counter() >= end:
+            return
 
 
 def _summary(times: list[float]) -> dict:
@@ -268,6 +285,8 @@ def main() -> None:
                         help="largest float32 key matrix copied into faiss")
     parser.add_argument("--ann", action="store_true", help="also IVF, HNSW and hnswlib")
     parser.add_argument("--hnsw-max", type=float, default=1e4, help="largest m for HNSW builds")
+    parser.add_argument("--settle", type=float, default=0.05,
+                        help="seconds of untimed selections of a method before each timed one")
     parser.add_argument("--cold", action="store_true",
                         help="time each selection right after the other methods' (caches "
                              "cold) instead of right after one of its own")

@@ -196,3 +196,55 @@ def test_kth_bound_is_a_lower_bound_within_a_bin():
             got = bound(values, k, bins)
             assert got <= kth
             assert kth - got <= max(1, 2 * spread // 256)
+
+
+def _spy_guesses(monkeypatch) -> list[bool]:
+    """Record every check of a starting guess (True: the guess held)."""
+    kernels = _kernels()
+    seen: list[bool] = []
+    real = kernels._guess_holds
+
+    def spy(*args):
+        seen.append(real(*args))
+        return seen[-1]
+
+    monkeypatch.setattr(kernels, "_guess_holds", spy)
+    return seen
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_starting_guess_from_random_keys_holds(monkeypatch, threads):
+    rng = np.random.default_rng(7)
+    n, d = 12 * BLOCK, 64
+    keys = rng.random((n, d)) < 0.5
+    fast, slow = _pair(keys, threads)
+    seen = _spy_guesses(monkeypatch)
+    _check(fast, slow, keys, rng.normal(size=d), 40)
+    assert seen == [True, True]  # search and search_abs each started from a guess that held
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_starting_guess_too_high_is_caught(monkeypatch, threads):
+    # Keys sorted best first: the sampled first blocks (8 of 40) hold the best scores, so the
+    # guessed rank, 2 k / 5 + 16 < k, lies above the true k-th best; the scan must notice and
+    # start again without it.
+    rng = np.random.default_rng(8)
+    n, d = 40 * BLOCK, 64
+    v = rng.normal(size=d)
+    keys = rng.random((n, d)) < 0.5
+    keys = keys[np.argsort(-(keys @ np.abs(v)), kind="stable")]
+    fast, slow = _pair(keys, threads)
+    seen = _spy_guesses(monkeypatch)
+    _check(fast, slow, keys, np.abs(v), 200)
+    assert False in seen
+
+
+def test_without_a_guess_the_search_is_the_same(monkeypatch):
+    rng = np.random.default_rng(9)
+    n, d = 10 * BLOCK + 3, 50
+    keys = rng.random((n, d)) < 0.5
+    fast, slow = _pair(keys, 2)
+    monkeypatch.setattr(_kernels(), "_guesses", False)
+    seen = _spy_guesses(monkeypatch)
+    _check(fast, slow, keys, rng.normal(size=d), 25)
+    assert seen == []

@@ -11,8 +11,7 @@ compile time, so the pass over the keys of a block vectorises (AVX-512 VPOPCNTQ 
 it): several times faster than a byte-table look-up per key byte, which cannot vectorise.
 
 ``top_candidates`` scans and keeps, per thread, the keys within a window of a running k-th best
-score (and a copy of their words), so nothing of size ``n`` is written; ``exact_scores``
-rescores keys in float64 by byte tables (``tables[j, byte j]``, summed over ``j`` in ascending
+score, so nothing of size ``n`` is written; ``exact_scores`` rescores keys in float64 by byte tables (``tables[j, byte j]``, summed over ``j`` in ascending
 order), exactly as the numpy kernels of ``indices.bitpacked`` do, so both backends return
 identical scores. Without numba the module still imports (``AVAILABLE`` is False) and is not
 used.
@@ -52,6 +51,8 @@ _MIN_BUFFER = 16384
 _NEVER = -(2**62)  # below every score (|score| <= 2^(PLANES - 1) per cell)
 # Keys summed together by exact rescoring (their sums stay in L1 cache).
 _SUM_BATCH = 512
+# Blocks scored first to guess the starting threshold of a search (see _sample_threshold).
+_SAMPLE_BLOCKS = 8
 
 
 def _make_pass(group, first):  # pragma: no cover - compiled
@@ -121,24 +122,22 @@ def _kth_bound(values, k, counts):  # pragma: no cover - compiled
     return lo
 
 
-def _compact(ids, values, slots, count, threshold):  # pragma: no cover - compiled
+def _compact(ids, values, count, threshold):  # pragma: no cover - compiled
     kept = 0
     for i in range(count):
         if values[i] >= threshold:
             ids[kept] = ids[i]
             values[kept] = values[i]
-            slots[kept] = slots[i]
             kept += 1
     return kept
 
 
-def _collect(words, planes, n, absolute, k, window, queue, shared, ids, values, slots, rows):
+def _collect(words, planes, n, absolute, k, window, queue, shared, ids, values):
     # pragma: no cover - compiled
     """Keys within ``window`` of the running k-th best score, over the blocks this thread takes
     from ``queue`` (a block counter shared by the threads, so a thread slowed down by other work
-    takes fewer blocks): ids, integer scores and the slots of their words in ``rows`` (copied
-    while the block is in cache). Returns their count, or -1 when more than half the buffer
-    stays within the window (ties).
+    takes fewer blocks): ids and integer scores. Returns their count, or -1 when more than half
+    the buffer stays within the window (ties).
 
     ``shared[0]`` is the highest threshold any thread has reached: each is at most the k-th
     best score of some keys minus ``window``, so at most the final one, and any thread may use
@@ -151,9 +150,8 @@ def _collect(words, planes, n, absolute, k, window, queue, shared, ids, values, 
     flags = np.zeros(width, np.uint8)
     flag_words = flags.view(np.uint64)
     bins = np.empty(256, np.int64)
-    threshold = _NEVER
+    threshold = shared[0]
     count = 0
-    used = 0  # rows written; rows of dropped candidates are reclaimed when all are used
     settled = 0  # candidates at the last raise of the threshold
     while True:
         b = _take(queue)
@@ -173,36 +171,25 @@ def _collect(words, planes, n, absolute, k, window, queue, shared, ids, values, 
                 if acc[r] < threshold:
                     continue
                 if count == cap:
-                    threshold, count = _raise(ids, values, slots, count, k, window, threshold,
-                                              bins, shared)
+                    threshold, count = _raise(ids, values, count, k, window, threshold, bins,
+                                              shared)
                     if 2 * count > cap and cap < n:
                         return -1  # ties crowd the buffer (one that holds every key cannot)
                     settled = count
                     if acc[r] < threshold:
                         continue
-                if used == cap:
-                    for j in range(count):  # slots[j] >= j: candidates stay in insertion order
-                        for w in range(n_words):
-                            rows[j, w] = rows[slots[j], w]
-                        slots[j] = j
-                    used = count
                 ids[count] = b * width + r
                 values[count] = acc[r]
-                slots[count] = used
-                for w in range(n_words):
-                    rows[used, w] = words[b, w, r]
                 count += 1
-                used += 1
         # Raised once the candidates grow by a quarter (or k / 4): near the candidates of an
         # exact running k-th best, at O(1) amortised per candidate.
         if 4 * (count - settled) >= max(k, count, 64):
-            threshold, count = _raise(ids, values, slots, count, k, window, threshold, bins,
-                                      shared)
+            threshold, count = _raise(ids, values, count, k, window, threshold, bins, shared)
             settled = count
-    return _compact(ids, values, slots, count, max(threshold, shared[0]))
+    return _compact(ids, values, count, max(threshold, shared[0]))
 
 
-def _raise(ids, values, slots, count, k, window, threshold, bins, shared):
+def _raise(ids, values, count, k, window, threshold, bins, shared):
     # pragma: no cover - compiled
     """The threshold raised to the k-th best score of the candidates minus ``window`` (or the
     shared one, if higher), shared, and the candidates compacted to it."""
@@ -211,16 +198,31 @@ def _raise(ids, values, slots, count, k, window, threshold, bins, shared):
         threshold = max(threshold, _kth_bound(values[:count], k, bins) - window)
     if threshold > shared[0]:
         shared[0] = threshold
-    return threshold, _compact(ids, values, slots, count, threshold)
+    return threshold, _compact(ids, values, count, threshold)
 
 
-def _top_candidates(words, planes, n, absolute, k, window, ids, values, slots, rows, counts):
+def _top_candidates(words, planes, n, absolute, k, window, rank, sample, ids, values, counts):
     # pragma: no cover - compiled
+    """The threads' candidates (see ``_collect``), from a threshold starting at a guess when
+    ``sample`` is not empty; returns that starting threshold."""
     queue = np.zeros(1, np.int64)
     shared = np.full(1, _NEVER, np.int64)
+    if sample.size:
+        # at most the rank-th best score of the first blocks (all full), minus the window
+        width = words.shape[2]
+        for b in prange(sample.size // width):
+            acc = sample[b * width:(b + 1) * width]
+            _score_block(words, b, planes, acc)
+            if absolute:
+                for r in range(width):
+                    acc[r] = abs(acc[r])
+        bins = np.empty(256, np.int64)
+        shared[0] = _kth_bound(sample, rank, bins) - window
+    start = shared[0]
     for t in prange(counts.size):
         counts[t] = _collect(words, planes, n, absolute, k, window, queue, shared, ids[t],
-                             values[t], slots[t], rows[t])
+                             values[t])
+    return start
 
 
 def _planes(q, planes):  # pragma: no cover - compiled
@@ -301,14 +303,13 @@ if AVAILABLE:
     _sums = _jit(_sums)
 
 
-def _threaded(serial, parallel, threads: int, n_blocks: int, *args) -> None:
+def _threaded(serial, parallel, threads: int, n_blocks: int, *args):
     if threads <= 1 or n_blocks < _PARALLEL_BLOCKS:
-        serial(*args)
-        return
+        return serial(*args)
     before = get_num_threads()
     set_num_threads(min(threads, config.NUMBA_NUM_THREADS))
     try:
-        parallel(*args)
+        return parallel(*args)
     finally:
         set_num_threads(before)
 
@@ -331,33 +332,57 @@ def scan(words: np.ndarray, planes: np.ndarray, absolute: bool, threads: int) ->
 
 
 def top_candidates(words: np.ndarray, planes: np.ndarray, n: int, absolute: bool, k: int,
-                   window: int, threads: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Ids, integer scores and words (one row per key) of a superset of the keys whose score is
-    at least the k-th best score minus ``window`` (``1 <= k < n``).
+                   window: int, threads: int) -> tuple[np.ndarray, np.ndarray]:
+    """Ids and integer scores of a superset of the keys whose score is at least the k-th best
+    score minus ``window`` (``1 <= k < n``).
 
     Each thread takes blocks from a shared counter and keeps the keys within ``window`` of the
     k-th best score seen so far (by it or, through a shared threshold, by any thread): that
     running score never exceeds the final k-th best, so no key of the window is dropped. When
     ties crowd a thread's buffer, the scan is repeated with a buffer 8 times larger (one that
     holds every key cannot overflow).
+
+    The threshold starts at a guess rather than at the lowest score, which spares the thousands
+    of candidates kept while a running k-th best climbs: the score of rank ``2 k s / n + 16``
+    among the ``s`` keys of the first blocks, minus ``window``. In keys in random order,
+    ``k s / n`` of the sample score above the k-th best on average (standard deviation at most
+    its square root), so the guess is almost never too high. It is checked after the scan: the
+    candidates' k-th best is at most the true one, so if it reaches the guess plus ``window``,
+    no threshold passed the true k-th best minus ``window`` and the window was kept whole;
+    otherwise the scan is repeated without a guess.
     """
     n_blocks, n_words, width = words.shape
     chunks = threads if threads > 1 and n_blocks >= _PARALLEL_BLOCKS else 1
     cap = min(max(_BUFFER * k, _MIN_BUFFER), n)
+    blocks = min(_SAMPLE_BLOCKS, n_blocks - 1)  # full blocks only: the last one has padding
+    rank = 2 * k * blocks * width // n + 16
+    guessing = _guesses and blocks >= 1 and 4 * rank <= blocks * width
+    sample = np.empty(blocks * width if guessing else 0, dtype=np.int64)
     while True:
         ids = np.empty((chunks, cap), dtype=np.int64)
         values = np.empty((chunks, cap), dtype=np.int64)
-        slots = np.empty((chunks, cap), dtype=np.int64)
-        rows = np.empty((chunks, cap, n_words), dtype=np.uint64)
         counts = np.empty(chunks, dtype=np.int64)
-        _threaded(_top_serial, _top_parallel, chunks, n_blocks, words, planes, n, absolute, k,
-                  window, ids, values, slots, rows, counts)
-        if np.all(counts >= 0):
-            found = range(chunks)
-            return (np.concatenate([ids[t, :counts[t]] for t in found]),
-                    np.concatenate([values[t, :counts[t]] for t in found]),
-                    np.concatenate([rows[t][slots[t, :counts[t]]] for t in found]))
-        cap = min(8 * cap, n)
+        start = _threaded(_top_serial, _top_parallel, chunks, n_blocks, words, planes, n,
+                          absolute, k, window, rank, sample, ids, values, counts)
+        if np.any(counts < 0):
+            cap = min(8 * cap, n)
+            continue
+        found = range(chunks)
+        ids_found = np.concatenate([ids[t, :counts[t]] for t in found])
+        values_found = np.concatenate([values[t, :counts[t]] for t in found])
+        if not sample.size or _guess_holds(values_found, k, window, start):
+            return ids_found, values_found
+        sample = sample[:0]
+
+
+#: Whether searches start from a guessed threshold (tests turn it off to compare).
+_guesses = True
+
+
+def _guess_holds(values: np.ndarray, k: int, window: int, guess: int) -> bool:
+    if values.size < k:
+        return False
+    return int(np.partition(values, values.size - k)[values.size - k]) - window >= guess
 
 
 def exact_scores(rows: np.ndarray, tables: np.ndarray) -> np.ndarray:

@@ -15,6 +15,8 @@ import math
 
 import numpy as np
 
+from fastmwem._order import best_first
+
 __all__ = [
     "gamma", "holder_bound", "update_norms", "window_candidates", "best_k", "pad_results",
 ]
@@ -98,9 +100,7 @@ def best_k(ids: np.ndarray, scores: np.ndarray, k: int, key: np.ndarray | None =
         tied = np.flatnonzero(key == kth)
         tied = tied[np.argsort(ids[tied], kind="stable")[:k - above.size]]
         chosen = np.concatenate([above, tied])
-    # by id, then stably by key: a tenth of the time of np.lexsort on these sizes
-    chosen = chosen[np.argsort(ids[chosen], kind="stable")]
-    order = chosen[np.argsort(-key[chosen], kind="stable")]
+    order = chosen[best_first(key[chosen], ids[chosen])]
     return scores[order], ids[order]
 
 

@@ -291,12 +291,12 @@ class BitPackedIndex(ExactScanIndex):
         if self._kernels is None or k >= self._n:
             return super()._top(v, k, absolute)
         planes, window = self._planes(v)
-        ids, approx, rows = self._kernels.top_candidates(self._words, planes, self._n, absolute,
-                                                         k, window, self._threads())
+        ids, approx = self._kernels.top_candidates(self._words, planes, self._n, absolute, k,
+                                                   window, self._threads())
         kth = np.partition(approx, approx.size - k)[approx.size - k]
-        near = approx >= kth - window
-        exact = self._kernels.exact_scores(rows[near], self._tables(v))
-        return best_k(ids[near], exact, k, key=np.abs(exact) if absolute else None)
+        ids = ids[approx >= kth - window]
+        exact = self._exact(ids, v)
+        return best_k(ids, exact, k, key=np.abs(exact) if absolute else None)
 
     def _tables(self, v: np.ndarray) -> np.ndarray:
         # The last query's tables are kept: a lazy selection rescores its top window and then

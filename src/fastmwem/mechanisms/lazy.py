@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
+from fastmwem._order import best_first
 from fastmwem._validation import check_epsilon, check_int, check_positive, check_scores
 from fastmwem.accounting import Accountant, BoundedRange, PureDP, exact
 from fastmwem.mechanisms.base import charge
@@ -159,8 +160,7 @@ def _better_sides(ids: np.ndarray, scores: np.ndarray, m: int) -> tuple[np.ndarr
     positive = scores >= 0  # -0.0 too, whose sides tie
     ids = np.where(positive, ids, ids + m)
     scores = np.where(positive, scores, -scores)
-    by_id = np.argsort(ids, kind="stable")
-    order = by_id[np.argsort(-scores[by_id], kind="stable")]
+    order = best_first(scores, ids)
     return ids[order], scores[order]
 
 
