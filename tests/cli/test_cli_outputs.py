@@ -221,3 +221,20 @@ def test_a_signal_during_a_write_leaves_no_temporary_file(coded_csv, counts_csv,
     assert out.read_text() == "previous\n"
     assert not report.exists()
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077])
+def test_new_outputs_get_the_umask_mode_and_replaced_ones_keep_theirs(cli, coded_csv, tmp_path,
+                                                                       umask):
+    # The outputs are staged through mkstemp (mode 0600); the rename must not carry that over.
+    out, report = tmp_path / "o.csv", tmp_path / "r.json"
+    report.write_text("old\n")
+    os.chmod(report, 0o640)
+    before = os.umask(umask)
+    try:
+        code, _, err = _synth(cli, coded_csv, "--out", out, "--report", report)
+    finally:
+        os.umask(before)
+    assert code == 0, err
+    assert stat.S_IMODE(os.stat(out).st_mode) == 0o666 & ~umask
+    assert stat.S_IMODE(os.stat(report).st_mode) == 0o640

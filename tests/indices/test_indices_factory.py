@@ -80,6 +80,23 @@ def test_save_refuses_to_overwrite_and_missing_folders(tmp_path):
         index.save(3)
 
 
+def test_saved_index_gets_the_mode_a_plain_write_would(tmp_path):
+    # Saved through a mkstemp file (0600): a new file gets 0666 less the umask, a replaced one
+    # keeps its bits.
+    index = make_index("flat", np.eye(3))
+    before = os.umask(0o022)
+    try:
+        index.save(tmp_path / "new.npz")
+    finally:
+        os.umask(before)
+    assert stat.S_IMODE(os.stat(tmp_path / "new.npz").st_mode) == 0o644
+    old = tmp_path / "old.npz"
+    old.write_bytes(b"x")
+    os.chmod(old, 0o640)
+    index.save(old, overwrite=True)
+    assert stat.S_IMODE(os.stat(old).st_mode) == 0o640
+
+
 def test_load_refuses_other_files(tmp_path):
     bad = tmp_path / "x.npz"
     bad.write_bytes(b"not an archive")

@@ -20,6 +20,7 @@ from typing import IO, TypeVar
 
 import pandas as pd
 
+from fastmwem._files import replacement_mode
 from fastmwem.cli import CLIError
 from fastmwem.data import write_csv
 from fastmwem.data.parquetfile import write_parquet
@@ -165,6 +166,7 @@ class StagedOutputs:
         # Registered before writing, so that discard() removes it whatever interrupts the write.
         self._staged.append((tmp, path))
         try:
+            os.fchmod(fd, replacement_mode(path))
             text = {} if binary else {"encoding": "utf-8", "newline": ""}
             with os.fdopen(fd, "wb" if binary else "w", **text) as fh:
                 write(fh)

@@ -8,6 +8,7 @@ import tempfile
 
 import numpy as np
 
+from fastmwem._files import replacement_mode
 from fastmwem.indices._checks import check_ids, check_k, check_queries, check_save_path
 from fastmwem.indices._topk import best_k, pad_results, window_candidates
 
@@ -82,6 +83,7 @@ class IndexBase(abc.ABC):
         folder = os.path.dirname(os.path.abspath(target))
         fd, tmp = tempfile.mkstemp(prefix=".index-", suffix=".npz.tmp", dir=folder)
         try:
+            os.fchmod(fd, replacement_mode(target))
             with os.fdopen(fd, "wb") as handle:
                 np.savez(handle, **arrays)
             os.replace(tmp, target)
