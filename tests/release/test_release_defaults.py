@@ -13,10 +13,12 @@ from fastmwem.release.defaults import (
     MAX_DEFAULT_ROUNDS,
     NOISE_TEST_ALPHA,
     SUPERSET_MIN_ROUNDS,
+    ZCDP_MAX_SUPERSET_ROUNDS,
     default_rounds,
     default_workload_spec,
     mwem_auto,
     superset_rounds,
+    zcdp_superset_rounds,
 )
 from fastmwem.workloads import Marginals
 
@@ -230,7 +232,43 @@ def test_defaults_keep_the_workload_candidates_otherwise(data, expected):
     assert choices.candidates == expected
 
 
-def test_given_candidates_and_zcdp_runs_are_left_alone():
+def test_zcdp_superset_rounds_rule():
+    # rho_r n^2 / C for NLTCS at epsilon 0.1 / 1 / 3 (delta 1e-9): 12, 31, 50 rounds
+    rounds = [zcdp_superset_rounds(ceiling=50, cells=32, rho_rounds=rho, records=21574)
+              for rho in (1.75e-4, 0.0148, 0.119)]
+    assert rounds == [12, 31, 50]
+    assert zcdp_superset_rounds(ceiling=50, cells=32, rho_rounds=1e-6, records=300) == 1
+    assert zcdp_superset_rounds(ceiling=7, cells=32, rho_rounds=1e308, records=1e308) == 7
+    values = [zcdp_superset_rounds(ceiling=50, cells=32, rho_rounds=r, records=21574)
+              for r in (1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 0.1, 1.0)]
+    assert values == sorted(values)
+
+
+def test_zcdp_defaults_measure_supersets_in_fixed_rounds_within_rho():
+    ds = latent_binary(8, 2000)
+    w = Marginals.all_kway(ds.domain, 3)
+    rho = 0.05
+    result, choices = mwem_auto(ds, w, rho=rho, privacy="zcdp", rng=np.random.default_rng(0))
+    assert choices.candidates == "supersets" and not choices.adaptive
+    assert SUPERSET_MIN_ROUNDS <= choices.rounds <= ZCDP_MAX_SUPERSET_ROUNDS
+    assert choices.rounds == zcdp_superset_rounds(
+        ceiling=ZCDP_MAX_SUPERSET_ROUNDS, cells=32, rho_rounds=0.99 * rho,
+        records=choices.record_count)
+    selected = [r["description"] for r in result.report()["rounds"]]
+    assert all(d.startswith("marginal(") and d.count(",") == 4 for d in selected)  # 5-way
+    assert result.round_ledger == ()
+    assert sum(entry.cost[0] for entry in result.ledger) <= Fraction(rho)
+
+
+def test_zcdp_defaults_keep_the_workload_candidates_when_the_rule_gives_few_rounds():
+    ds = latent_binary(10, 300)
+    w = Marginals.all_kway(ds.domain, 3)
+    _, choices = mwem_auto(ds, w, epsilon=0.3, delta=1e-9, privacy="zcdp",
+                           rng=np.random.default_rng(0))
+    assert choices.candidates == "auto"
+
+
+def test_given_candidates_and_fixed_zcdp_rounds_are_left_alone():
     ds = latent_binary(8, 2000)
     w = Marginals.all_kway(ds.domain, 3)
     _, given = mwem_auto(ds, w, epsilon=1.0, rng=np.random.default_rng(0), candidates="workload")

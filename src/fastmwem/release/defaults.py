@@ -55,7 +55,8 @@ __all__ = ["mwem_auto", "MWEMChoices", "default_workload_spec", "default_rounds"
            "ADAPTIVE_MIN_RHO_N2",
            "DEFAULT_ORDER", "MAX_DEFAULT_ROUNDS", "NOISE_SHARE", "NOISE_TEST_ALPHA",
            "SUPERSET_ROUNDS_SCALE", "SUPERSET_ROUNDS_POWER", "SUPERSET_MIN_ROUNDS",
-           "SUPERSET_SELECT_FRACTION"]
+           "SUPERSET_SELECT_FRACTION", "ZCDP_SUPERSET_ROUNDS_SCALE",
+           "ZCDP_SUPERSET_ROUNDS_POWER", "ZCDP_MAX_SUPERSET_ROUNDS"]
 
 #: Order of the default workload's marginals (fewer on a table with fewer columns).
 DEFAULT_ORDER = 3
@@ -79,6 +80,14 @@ SUPERSET_SELECT_FRACTION = 0.3
 #: at least this many rounds of them: with fewer, the workload's own marginals did better
 #: (10 correlated binary columns x 300 records, epsilon 0.5 to 2).
 SUPERSET_MIN_ROUNDS = 4
+#: The zCDP rounds rule of superset candidates (:func:`zcdp_superset_rounds`), fitted on NLTCS
+#: (3-way marginals, seeds 0-2, (epsilon, 1e-9) converted: the best fixed rounds at epsilon
+#: 0.1, 0.3, 1 and 3 were about 12, 16-25, 25-50 and 50).
+ZCDP_SUPERSET_ROUNDS_SCALE = 2.1
+ZCDP_SUPERSET_ROUNDS_POWER = 0.22
+#: Most rounds the zCDP superset rule chooses: Gaussian noise grows as the square root of the
+#: rounds, so zCDP runs take more rounds than pure ones.
+ZCDP_MAX_SUPERSET_ROUNDS = 50
 #: The zCDP default anneals (adaptive rounds) when ``rho n^2`` reaches this, and runs
 #: ``MAX_DEFAULT_ROUNDS`` fixed rounds below it. NLTCS (n = 21,574), 3-way marginals, 3 seeds,
 #: mean L1 fixed / adaptive: epsilon 0.1 (rho n^2 = 8e4) 0.065 / 0.087; 0.3 (7e5) 0.029 /
@@ -155,6 +164,29 @@ def superset_rounds(*, ceiling: int, cells: float, epsilon_rounds: float,
     return int(min(noise_bound, max(1, round(best))))
 
 
+def zcdp_superset_rounds(*, ceiling: int, cells: float, rho_rounds: float,
+                         records: float) -> int:
+    """The zCDP rounds rule of superset candidates:
+    ``ZCDP_SUPERSET_ROUNDS_SCALE * (rho_r n^2 / C) ** 0.22``, rounded, in ``[1, ceiling]``.
+
+    ``rho_r n^2 / C`` is the squared signal-to-noise ratio of one cell of a measurement
+    that had the rounds' whole budget. Under zCDP a round's noise grows as the square root of
+    the rounds (under pure DP, linearly), so the best fixed rounds on NLTCS (``C = 32``) grew
+    faster with the budget than :func:`superset_rounds`: about 12, 16-25, 25-50 and 50 at
+    epsilon 0.1, 0.3, 1 and 3 (delta 1e-9).
+
+    >>> zcdp_superset_rounds(ceiling=50, cells=32, rho_rounds=0.0148, records=21574)
+    31
+    >>> zcdp_superset_rounds(ceiling=50, cells=32, rho_rounds=0.000175, records=21574)
+    12
+    """
+    ratio = float(rho_rounds) * float(records) * float(records) / float(cells)
+    if not ratio < 1e15:  # also a budget so large that the product overflows to inf
+        return int(ceiling)
+    best = ZCDP_SUPERSET_ROUNDS_SCALE * max(ratio, 0.0) ** ZCDP_SUPERSET_ROUNDS_POWER
+    return int(min(ceiling, max(1, round(best))))
+
+
 @dataclass(frozen=True)
 class MWEMChoices:
     """What :func:`mwem_auto` chose, for the run's report (all public or already released).
@@ -217,8 +249,10 @@ def mwem_auto(
     ``candidates`` are left to the default measures superset candidates instead
     (:func:`~fastmwem.release._candidates.superset_workload`, with :func:`superset_rounds` and
     ``SUPERSET_SELECT_FRACTION``) when the linear rule allows at least ``SUPERSET_MIN_ROUNDS``
-    rounds of them (decided from the released count). ``"adaptive"`` asks for annealing under
-    either definition; an integer fixes them (refused above the candidates).
+    rounds of them (decided from the released count); a zCDP dense run likewise, with
+    :func:`zcdp_superset_rounds` (fixed rounds, no annealing) when that rule gives at least
+    ``SUPERSET_MIN_ROUNDS``. ``"adaptive"`` asks for annealing under either definition; an
+    integer fixes them (refused above the candidates).
 
     Everything MWEM checks before its charge is checked here before the count is charged, with
     the most rounds the rule can choose (so fewer rounds cannot fail either), and so is the
@@ -292,8 +326,8 @@ def mwem_auto(
         if ceiling > 1:  # type: ignore[operator]
             check(ceiling)  # type: ignore[arg-type]
     # Superset candidates, if the rule may choose them: checked now, before the count's charge.
-    superset = (_superset_option(config, workload, model, limit, check) if by_rule
-                else None)
+    superset = (_superset_option(config, workload, model, limit, check, privacy)
+                if by_rule or undecided else None)
     seeded = warn_if_seeded(rng, "mwem", stacklevel=2)
 
     if counter is None:
@@ -306,6 +340,13 @@ def mwem_auto(
     if undecided:  # measured on dense models only: on adult (junction tree) annealing lost
         adaptive = model == "dense" and use_adaptive(rest, float(total))  # type: ignore[arg-type]
         fixed = None if adaptive else ceiling
+        if superset is not None:
+            settings, top, per_group = superset
+            chosen = zcdp_superset_rounds(ceiling=top, cells=per_group, rho_rounds=rest,
+                                          records=float(total))  # type: ignore[arg-type]
+            if chosen >= SUPERSET_MIN_ROUNDS:
+                config, ceiling, candidates = settings, top, "supersets"
+                adaptive, fixed = False, chosen
     if adaptive and counter is not None:
         config["total_std"] = noise_std(counter)
     if by_rule:
@@ -339,22 +380,23 @@ def mwem_auto(
 
 
 def _superset_option(config: dict[str, object], workload: LinearWorkload, model: str,
-                     limit: int | None, check: Callable[..., None]
+                     limit: int | None, check: Callable[..., None], privacy: str
                      ) -> tuple[dict[str, object], int, float] | None:
-    """A pure-DP dense run's superset settings, its rounds ceiling and cells per candidate.
+    """A dense run's superset settings, its rounds ceiling and cells per candidate.
 
     ``None`` unless the candidates are left to the default and the workload has supersets
     (:func:`~fastmwem.release._candidates.superset_workload`). The settings pass every check of
     the run before anything is charged, so that choosing them after the count cannot fail.
     """
     if (model != "dense" or config.get("candidates", "auto") != "auto"
-            or config.get("privacy", "pure") != "pure" or superset_workload(workload) is None):
+            or superset_workload(workload) is None):
         return None
     settings = {**config, "candidates": "supersets"}
     if settings.get("select_fraction") is None:
         settings["select_fraction"] = SUPERSET_SELECT_FRACTION
     setup = plan_setup(MWEMConfig(**settings, rounds=1), workload, limit)[2]  # type: ignore[arg-type]
-    top = min(MAX_DEFAULT_ROUNDS, setup.n_candidates)
+    most = MAX_DEFAULT_ROUNDS if privacy == "pure" else ZCDP_MAX_SUPERSET_ROUNDS
+    top = min(most, setup.n_candidates)
     for t in sorted({1, top}):
         check(t, settings)
     return settings, top, float(np.diff(setup.offsets)[setup.candidates].mean())
