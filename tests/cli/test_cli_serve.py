@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 
@@ -33,6 +34,16 @@ def test_serve_refuses_bad_arguments_before_making_anything(tmp_path, capsys, ex
     assert _serve(tmp_path, *extra) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
+    assert not (tmp_path / "s.db").exists() and not (tmp_path / "admin").exists()
+
+
+@pytest.mark.parametrize("missing", ["fastapi_offline", "uvicorn"])
+def test_serve_names_a_missing_package_of_its_extra(tmp_path, capsys, monkeypatch, missing):
+    monkeypatch.setitem(sys.modules, missing, None)  # its import now raises ImportError
+    assert _serve(tmp_path) == 2
+    err = capsys.readouterr().err
+    assert missing.replace("_", "-") in err and "fastmwem[service]" in err
+    assert err.count("\n") == 1 and "Traceback" not in err
     assert not (tmp_path / "s.db").exists() and not (tmp_path / "admin").exists()
 
 

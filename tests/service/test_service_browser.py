@@ -1,7 +1,9 @@
 """The budget page in real headless Chromium: it loads, shows the API's figures, and refuses
-without a token (or with a wrong one)."""
+without a token (or with a wrong one); the API docs render from the service's own files."""
 
 from __future__ import annotations
+
+import urllib.request
 
 import pytest
 
@@ -57,3 +59,18 @@ def test_budget_page_refuses_without_the_admin_token(chrome, served, fragment):
     assert ("needs the admin token" in error) if not fragment else ("invalid token" in error)
     assert not chrome.find_element("id", "figures").is_displayed()
     assert chrome.find_element("id", "spent").get_attribute("textContent") == ""
+
+
+def test_api_docs_render_from_local_files(chrome, served):
+    # Swagger UI and ReDoc come from the fastapi-offline package: no page refers to a CDN.
+    for page, script in (("/docs", "swagger-ui-bundle.js"), ("/redoc", "redoc.standalone.js")):
+        with urllib.request.urlopen(served.url + page, timeout=10) as response:
+            html = response.read().decode()
+        assert "cdn" not in html.lower() and f"/static-offline-docs/{script}" in html
+    chrome.get("about:blank")
+    chrome.get(f"{served.url}/docs")
+    _wait(chrome, "document.querySelectorAll('.swagger-ui .opblock').length > 0")
+    title = chrome.find_element("css selector", ".swagger-ui .info .title").text
+    assert title.startswith("fastmwem query service")
+    paths = {e.text for e in chrome.find_elements("css selector", ".opblock-summary-path")}
+    assert "/v1/query" in paths and "/v1/budget" in paths

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib
 import os
 import sys
 from pathlib import Path
@@ -88,7 +89,18 @@ def _check_numbers(args: argparse.Namespace) -> None:
         raise CLIError("--seed must be a non-negative integer")
 
 
+def _service_modules() -> None:
+    """Refuse, naming the extra, when a package of the service is missing."""
+    for name in ("fastapi", "fastapi_offline", "uvicorn"):
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            raise CLIError(f'fastmwem serve needs the {name.replace("_", "-")} package: '
+                           'pip install "fastmwem[service]"') from None
+
+
 def run(args: argparse.Namespace) -> int:
+    _service_modules()
     _check_numbers(args)
     config = PMWConfig(epsilon=args.epsilon, alpha=args.alpha, max_updates=args.max_updates,
                        total=args.total, sv_fraction=args.sv_fraction,

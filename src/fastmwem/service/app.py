@@ -6,7 +6,9 @@ the routes, which are local to :func:`create_app`, at definition time.)
 Every error is JSON ``{"error": "<what is wrong>"}`` with a 4xx status, and spends nothing:
 401 (no or wrong token), 403 (a token on the wrong side), 400 (malformed body or query, a query
 over another domain), 404 (no such analyst), 409 (a budget or the updates are spent), 413 (body
-too large), 429 (rate limit). The OpenAPI description is at ``/openapi.json`` (and ``/docs``).
+too large), 429 (rate limit). The OpenAPI description is at ``/openapi.json``, browsable at
+``/docs`` (Swagger UI) and ``/redoc``, both served from the ``fastapi-offline`` package: the
+pages work without reaching a CDN.
 """
 
 
@@ -15,6 +17,7 @@ from typing import Annotated, Any
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi_offline import FastAPIOffline
 from pydantic import BaseModel, Field
 
 from fastmwem.accounting import BudgetExceededError
@@ -94,8 +97,9 @@ async def _no_body() -> dict:
 def create_app(service: QueryService, *, rate: float = 20.0, burst: int = 40,
                max_body: int = 4 * 2**20) -> FastAPI:
     """The app serving ``service``; ``rate``/``burst`` per token, bodies up to ``max_body``."""
-    app = FastAPI(title="fastmwem query service",
-                  description="Online Private Multiplicative Weights with a durable privacy ledger")
+    app = FastAPIOffline(
+        title="fastmwem query service",
+        description="Online Private Multiplicative Weights with a durable privacy ledger")
     limiter = RateLimiter(rate, burst)
 
     def principal(request: Request) -> Principal:
