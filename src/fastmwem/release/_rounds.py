@@ -7,6 +7,7 @@ released measurements.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -23,7 +24,8 @@ from fastmwem.release.result import MWEMResult
 from fastmwem.release.state import MAX_RECORDS, MWState, SyntheticState, clipped_targets
 from fastmwem.workloads.base import LinearWorkload, groups_of_queries
 
-__all__ = ["Measurement", "Run", "start_state", "update", "reuse", "result_of", "TotalEstimate"]
+__all__ = ["Measurement", "Run", "start_state", "update", "reuse", "result_of", "TotalEstimate",
+           "refined_total"]
 
 
 @dataclass
@@ -110,19 +112,42 @@ class TotalEstimate:
     Each noisy marginal sums to the record count plus noise of variance ``cells * std^2``; the
     inverse-variance mean of those sums and the noisy count is a far better count than the
     count alone (at epsilon 0.1 on NLTCS the count's own noise is 2-5% of it, and the fitted
-    distribution is biased towards uniform by about that share).
+    distribution is biased towards uniform by about that share). The mean is updated in place
+    (no sum of ``count / std^2``, which overflows at budgets near the float range); a count or
+    measurement whose noise is too small for its weight to be a finite float counts as exact.
     """
 
     def __init__(self, count: float, std: float) -> None:
-        self._weighted = count / std**2
-        self._weight = 1.0 / std**2
+        self._estimate = float(count)
+        self._weight = _precision(float(std) ** 2)
 
     def add(self, values: np.ndarray, std: float) -> float:
         """Add one marginal's noisy cells; return the new estimate (at least 1)."""
-        variance = values.size * std**2
-        self._weighted += float(values.sum()) / variance
-        self._weight += 1.0 / variance
-        return min(max(self._weighted / self._weight, 1.0), MAX_RECORDS)
+        weight = _precision(values.size * float(std) ** 2)
+        if self._weight is not None and weight is not None:
+            share = 1.0 / (1.0 + self._weight / weight)
+            self._estimate += (float(values.sum()) - self._estimate) * share
+            self._weight += weight
+        return min(max(self._estimate, 1.0), MAX_RECORDS)
+
+
+def _precision(variance: float) -> float | None:
+    """``1 / variance``, or ``None`` (exact) when that is not a finite float."""
+    if not variance > 0.0:
+        return None
+    weight = 1.0 / variance
+    return weight if math.isfinite(weight) else None
+
+
+def refined_total(state: SyntheticState, count_std: float | None, workload: LinearWorkload,
+                  setup: MWEMSetup) -> TotalEstimate | None:
+    """A :class:`TotalEstimate` from the state's noisy count, when the count is noisy and every
+    measured group is a whole marginal (its cells sum to the record count); else ``None``."""
+    if count_std is None or not setup.group_mode:
+        return None
+    if not getattr(workload, "groups_partition_cells", False):
+        return None
+    return TotalEstimate(state.total, count_std)
 
 
 def update(run: Run, workload: LinearWorkload, m: Measurement, step: float = 1.0) -> None:

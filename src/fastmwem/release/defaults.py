@@ -347,8 +347,6 @@ def mwem_auto(
             if chosen >= SUPERSET_MIN_ROUNDS:
                 config, ceiling, candidates = settings, top, "supersets"
                 adaptive, fixed = False, chosen
-    if adaptive and counter is not None:
-        config["total_std"] = noise_std(counter)
     if by_rule:
         sizes = np.diff(setup.offsets)[setup.candidates] if setup.group_mode else np.ones(1)
         # A factored run selects among marginals of every size with a per-cell penalty, so its
@@ -363,6 +361,8 @@ def mwem_auto(
             if default_rounds(**room) >= SUPERSET_MIN_ROUNDS:  # type: ignore[arg-type]
                 config, ceiling, candidates = settings, top, "supersets"
                 fixed = superset_rounds(**room)  # type: ignore[arg-type]
+    if counter is not None:  # every run refines the count with its whole marginals
+        config = {**config, "total_std": noise_std(counter)}
     if before_rounds is not None:
         before_rounds(float(total))  # type: ignore[arg-type]
     result = mwem(dataset, workload, rounds=fixed, rng=generator, accountant=accountant,

@@ -59,9 +59,17 @@ from fastmwem.release._privacy import (
     plan_total,
 )
 from fastmwem.release._private import PrivateView
-from fastmwem.release._rounds import Measurement, Run, result_of, reuse, start_state, update
+from fastmwem.release._rounds import (
+    Measurement,
+    Run,
+    refined_total,
+    result_of,
+    reuse,
+    start_state,
+    update,
+)
 from fastmwem.release._setup import MWEMSetup, prepare
-from fastmwem.release.annealing import INITIAL_ROUNDS_PER_ATTRIBUTE, split_round
+from fastmwem.release.annealing import INITIAL_ROUNDS_PER_ATTRIBUTE, noise_std, split_round
 from fastmwem.release.factored import DEFAULT_MAX_CLIQUE_CELLS
 from fastmwem.release.resources import _FACTORED_FINAL_PASSES, mwem_resources
 from fastmwem.release.result import MWEMResult, RoundRecord
@@ -160,8 +168,9 @@ class MWEMConfig:
             count released before the run (see ``total_std``); ``None`` spends
             ``count_fraction`` of the budget on a noisy count.
         total_std: the standard deviation of the noise of a released ``total`` (public), so
-            that an adaptive run refines it with its marginals (:class:`~fastmwem.release.
-            _rounds.TotalEstimate`); ``None``: ``total`` is exact.
+            that the run refines it with its measurements of whole marginals, which each sum
+            to the record count (:class:`~fastmwem.release._rounds.TotalEstimate`; a noisy
+            count released inside the run is refined alike); ``None``: ``total`` is exact.
         count_fraction: share of epsilon spent on the noisy record count when ``total`` is None.
         noise_test: ``None`` (the default) or a significance level in (0, 1) (pure DP with
             fixed rounds only): if the first
@@ -643,7 +652,8 @@ def _run(private: PrivateView, workload: LinearWorkload, domain: Domain, config:
          setup: MWEMSetup, model: str, rng: np.random.Generator, bar: object,
          fields: dict[str, object]) -> MWEMResult:
     split = config.budget_split(model)
-    state, _ = start_state(private, domain, config, model, rng, split)
+    state, count_std = start_state(private, domain, config, model, rng, split)
+    totals = refined_total(state, count_std, workload, setup)
     if model != "dense":
         setup = worth_measuring(setup, state.total)
         private.groups = candidate_groups(setup, workload)
@@ -668,6 +678,8 @@ def _run(private: PrivateView, workload: LinearWorkload, domain: Domain, config:
         values = np.atleast_1d(np.asarray(measure.release(chooser.true_answers(queries), rng=rng),
                                           dtype=np.float64))
         run.measurements.append(Measurement(choice, queries, values))
+        if totals is not None:
+            state.total = totals.add(values, noise_std(measure))
 
         update(run, workload, run.measurements[-1])
         passes = reuse(run, workload, config.reuse_tolerance, config.reuse_passes)
