@@ -11,9 +11,9 @@ from fastmwem.datasets import load_nltcs
 from fastmwem.evaluation import workload_error
 from fastmwem.release.defaults import (
     MAX_DEFAULT_ROUNDS,
+    MAX_SUPERSET_ROUNDS,
     NOISE_TEST_ALPHA,
     SUPERSET_MIN_ROUNDS,
-    ZCDP_MAX_SUPERSET_ROUNDS,
     default_rounds,
     default_workload_spec,
     mwem_auto,
@@ -250,9 +250,9 @@ def test_zcdp_defaults_measure_supersets_in_fixed_rounds_within_rho():
     rho = 0.05
     result, choices = mwem_auto(ds, w, rho=rho, privacy="zcdp", rng=np.random.default_rng(0))
     assert choices.candidates == "supersets" and not choices.adaptive
-    assert SUPERSET_MIN_ROUNDS <= choices.rounds <= ZCDP_MAX_SUPERSET_ROUNDS
+    assert SUPERSET_MIN_ROUNDS <= choices.rounds <= MAX_SUPERSET_ROUNDS
     assert choices.rounds == zcdp_superset_rounds(
-        ceiling=ZCDP_MAX_SUPERSET_ROUNDS, cells=32, rho_rounds=0.99 * rho,
+        ceiling=MAX_SUPERSET_ROUNDS, cells=32, rho_rounds=0.99 * rho,
         records=choices.record_count)
     selected = [r["description"] for r in result.report()["rounds"]]
     assert all(d.startswith("marginal(") and d.count(",") == 4 for d in selected)  # 5-way
