@@ -11,9 +11,9 @@ compile time, so the pass over the keys of a block vectorises (AVX-512 VPOPCNTQ 
 it): several times faster than a byte-table look-up per key byte, which cannot vectorise.
 
 ``top_candidates`` scans and keeps, per thread, the keys within a window of a running k-th best
-score, so nothing of size ``n`` is written; ``exact_scores`` rescores keys in float64 by byte tables (``tables[j, byte j]``, summed over ``j`` in ascending
-order), exactly as the numpy kernels of ``indices.bitpacked`` do, so both backends return
-identical scores. Without numba the module still imports (``AVAILABLE`` is False) and is not
+score, so nothing of size ``n`` is written; ``exact_scores`` rescores keys in float64 by byte
+tables (``tables[j, byte j]``, summed over ``j`` in ascending order), exactly as the numpy
+kernels of ``indices.bitpacked`` do, so both backends return identical scores. Without numba the module still imports (``AVAILABLE`` is False) and is not
 used.
 """
 
@@ -51,7 +51,7 @@ _MIN_BUFFER = 16384
 _NEVER = -(2**62)  # below every score (|score| <= 2^(PLANES - 1) per cell)
 # Keys summed together by exact rescoring (their sums stay in L1 cache).
 _SUM_BATCH = 512
-# Blocks scored first to guess the starting threshold of a search (see _sample_threshold).
+# Blocks scored first to guess the starting threshold of a search (see top_candidates).
 _SAMPLE_BLOCKS = 8
 
 
