@@ -83,6 +83,20 @@ def test_synth_demo_runs(tmp_path, capsys):
     assert 20_000 < len(frame) < 23_000
 
 
+@pytest.mark.parametrize("flags, passes, chosen", [
+    ([], 50, "default"), (["--privacy", "zcdp", "--delta", "1e-6"], 20, "default"),
+    (["--reuse-passes", "4"], 4, "given")])
+def test_synth_report_says_how_many_reuse_passes(coded_csv, tmp_path, capsys, flags, passes,
+                                                 chosen):
+    csv, domain = coded_csv
+    report = tmp_path / "r.json"
+    code, _, err = run(["synth", csv, "--domain", domain, "--epsilon", 1, "--rounds", 2,
+                        "--out", tmp_path / "s.csv", "--report", report, *flags], capsys)
+    assert code == 0, err
+    command = json.loads(report.read_text())["command"]
+    assert (command["reuse_passes"], command["reuse_passes_chosen"]) == (passes, chosen)
+
+
 BAD = [
     (["--epsilon", "0"], "epsilon"),
     (["--epsilon", "-1"], "epsilon"),

@@ -1,5 +1,6 @@
 """Defaults that adapt to the table: the rounds rule, mwem_auto's charging and checks, quality."""
 
+import importlib
 from fractions import Fraction
 
 import numpy as np
@@ -13,6 +14,7 @@ from fastmwem.release.defaults import (
     MAX_DEFAULT_ROUNDS,
     MAX_SUPERSET_ROUNDS,
     NOISE_TEST_ALPHA,
+    PURE_REUSE_PASSES,
     SUPERSET_MIN_ROUNDS,
     default_rounds,
     default_workload_spec,
@@ -103,6 +105,33 @@ def test_explicit_rounds_are_strict_and_skip_the_noise_test():
     result, choices = mwem_auto(ds, w, epsilon=1.0, rounds=3, accountant=acc)
     assert (choices.rounds, choices.rounds_default, choices.noise_test) == (3, False, None)
     assert len(result.ledger) == 1 + 2 * 3
+
+
+def _recorded_pass_limits(monkeypatch):
+    mwem_module = importlib.import_module("fastmwem.release.mwem")  # the package exports mwem()
+    limits = []
+    real = mwem_module.reuse
+
+    def recording(run, workload, tolerance, passes):
+        limits.append(passes)
+        return real(run, workload, tolerance, passes)
+
+    monkeypatch.setattr(mwem_module, "reuse", recording)
+    return limits
+
+
+@pytest.mark.parametrize("privacy, given, expected", [
+    ("pure", None, PURE_REUSE_PASSES), ("zcdp", None, 20), ("pure", 3, 3), ("zcdp", 7, 7)])
+def test_reuse_passes_default_by_privacy_and_a_given_value_wins(monkeypatch, privacy, given,
+                                                                expected):
+    limits = _recorded_pass_limits(monkeypatch)
+    ds = table([2, 3, 2, 2], 3000)
+    w = Marginals.all_kway(ds.domain, 2)
+    budget = {"delta": 1e-6} if privacy == "zcdp" else {}
+    _, choices = mwem_auto(ds, w, epsilon=1.0, rounds=3, privacy=privacy, reuse_passes=given,
+                           rng=np.random.default_rng(2), **budget)
+    assert choices.reuse_passes == expected
+    assert limits[:3] == [expected] * 3  # one call per round, then the final passes
 
 
 @pytest.mark.parametrize("kwargs, error, message", [

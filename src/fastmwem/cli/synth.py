@@ -38,6 +38,7 @@ from fastmwem.release._private import answers_from_marginals
 from fastmwem.release._sampling import SAMPLING_METHODS
 from fastmwem.release.defaults import (
     MAX_DEFAULT_ROUNDS,
+    PURE_REUSE_PASSES,
     MWEMChoices,
     default_workload_spec,
     mwem_auto,
@@ -93,8 +94,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "record count, at most the number of candidate groups and "
                              f"{MAX_DEFAULT_ROUNDS} (see docs/mwem.md). A --rounds above the "
                              "number of candidate groups is an error")
-    parser.add_argument("--reuse-passes", type=int, default=20,
-                        help="MW passes over all measurements per round (default 20)")
+    parser.add_argument("--reuse-passes", type=int, default=None,
+                        help="most MW passes over all measurements per round (default "
+                             f"{PURE_REUSE_PASSES} with pure DP, 20 with zCDP)")
     parser.add_argument("--init", choices=["uniform", "noisy-histogram"], default="uniform")
     parser.add_argument("--output", choices=["last", "average"], default="last",
                         help="last iterate or average of iterates")
@@ -365,6 +367,8 @@ def _report(args: argparse.Namespace, spec: str, result: MWEMResult, choices: MW
         "rows_chosen": _chosen(args.rows),
         "sampling": args.sampling,
         **_options(args),
+        "reuse_passes": choices.reuse_passes,
+        "reuse_passes_chosen": _chosen(args.reuse_passes),
     }
     if evaluation is not None:
         report["private"] = False
@@ -375,7 +379,8 @@ def _report(args: argparse.Namespace, spec: str, result: MWEMResult, choices: MW
 
 def _options(args: argparse.Namespace) -> dict[str, object]:
     """The MWEM options given on the command line (or their defaults)."""
-    return {"reuse_passes": args.reuse_passes, "init": args.init, "output": args.output,
+    given = {} if args.reuse_passes is None else {"reuse_passes": args.reuse_passes}
+    return {**given, "init": args.init, "output": args.output,
             "selection": args.selection, "index": args.index,
             **({"allow_uncertified": True} if args.allow_uncertified else {})}
 
