@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from fastmwem._files import replacement_mode
 from fastmwem.data import Dataset, Domain
 from fastmwem.datasets import load_nltcs
 from fastmwem.evaluation import workload_error
@@ -41,6 +42,7 @@ def write_json_atomic(path: str, payload: object) -> None:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             json.dump(payload, fh, indent=1)
             fh.write("\n")
+        os.chmod(tmp, replacement_mode(path))  # mkstemp's 0600 would carry over the target
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)
