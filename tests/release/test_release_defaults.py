@@ -11,10 +11,10 @@ from fastmwem.data import Dataset, Domain
 from fastmwem.datasets import load_nltcs
 from fastmwem.evaluation import workload_error
 from fastmwem.release.defaults import (
+    AUTO_REUSE_PASSES,
     MAX_DEFAULT_ROUNDS,
     MAX_SUPERSET_ROUNDS,
     NOISE_TEST_ALPHA,
-    PURE_REUSE_PASSES,
     SUPERSET_MIN_ROUNDS,
     default_rounds,
     default_workload_spec,
@@ -120,16 +120,19 @@ def _recorded_pass_limits(monkeypatch):
     return limits
 
 
-@pytest.mark.parametrize("privacy, given, expected", [
-    ("pure", None, PURE_REUSE_PASSES), ("zcdp", None, 20), ("pure", 3, 3), ("zcdp", 7, 7)])
-def test_reuse_passes_default_by_privacy_and_a_given_value_wins(monkeypatch, privacy, given,
-                                                                expected):
+@pytest.mark.parametrize("privacy, model, given, expected", [
+    ("pure", "dense", None, AUTO_REUSE_PASSES), ("pure", "junction-tree", None, AUTO_REUSE_PASSES),
+    ("zcdp", "dense", None, 20), ("zcdp", "junction-tree", None, AUTO_REUSE_PASSES),
+    ("pure", "dense", 3, 3), ("zcdp", "junction-tree", 7, 7)])
+def test_reuse_passes_default_by_privacy_and_model_and_a_given_value_wins(
+        monkeypatch, privacy, model, given, expected):
     limits = _recorded_pass_limits(monkeypatch)
     ds = table([2, 3, 2, 2], 3000)
     w = Marginals.all_kway(ds.domain, 2)
     budget = {"delta": 1e-6} if privacy == "zcdp" else {}
-    _, choices = mwem_auto(ds, w, epsilon=1.0, rounds=3, privacy=privacy, reuse_passes=given,
-                           rng=np.random.default_rng(2), **budget)
+    result, choices = mwem_auto(ds, w, epsilon=1.0, rounds=3, privacy=privacy, model=model,
+                                reuse_passes=given, rng=np.random.default_rng(2), **budget)
+    assert (result.model is None) == (model == "dense")
     assert choices.reuse_passes == expected
     assert limits[:3] == [expected] * 3  # one call per round, then the final passes
 

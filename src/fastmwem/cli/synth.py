@@ -37,8 +37,8 @@ from fastmwem.evaluation import (
 from fastmwem.release._private import answers_from_marginals
 from fastmwem.release._sampling import SAMPLING_METHODS
 from fastmwem.release.defaults import (
+    AUTO_REUSE_PASSES,
     MAX_DEFAULT_ROUNDS,
-    PURE_REUSE_PASSES,
     MWEMChoices,
     default_workload_spec,
     mwem_auto,
@@ -96,7 +96,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "number of candidate groups is an error")
     parser.add_argument("--reuse-passes", type=int, default=None,
                         help="most MW passes over all measurements per round (default "
-                             f"{PURE_REUSE_PASSES} with pure DP, 20 with zCDP)")
+                             f"{AUTO_REUSE_PASSES}; 20 with zCDP on a dense model)")
     parser.add_argument("--init", choices=["uniform", "noisy-histogram"], default="uniform")
     parser.add_argument("--output", choices=["last", "average"], default="last",
                         help="last iterate or average of iterates")

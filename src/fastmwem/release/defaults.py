@@ -56,7 +56,7 @@ __all__ = ["mwem_auto", "MWEMChoices", "default_workload_spec", "default_rounds"
            "DEFAULT_ORDER", "MAX_DEFAULT_ROUNDS", "NOISE_SHARE", "NOISE_TEST_ALPHA",
            "SUPERSET_ROUNDS_SCALE", "SUPERSET_ROUNDS_POWER", "SUPERSET_MIN_ROUNDS",
            "SUPERSET_SELECT_FRACTION", "ZCDP_SUPERSET_ROUNDS_SCALE",
-           "ZCDP_SUPERSET_ROUNDS_POWER", "MAX_SUPERSET_ROUNDS", "PURE_REUSE_PASSES"]
+           "ZCDP_SUPERSET_ROUNDS_POWER", "MAX_SUPERSET_ROUNDS", "AUTO_REUSE_PASSES"]
 
 #: Order of the default workload's marginals (fewer on a table with fewer columns).
 DEFAULT_ORDER = 3
@@ -95,14 +95,16 @@ MAX_SUPERSET_ROUNDS = 50
 #: mean L1 fixed / adaptive: epsilon 0.1 (rho n^2 = 8e4) 0.065 / 0.087; 0.3 (7e5) 0.029 /
 #: 0.030; 1 (7e6) 0.018 / 0.015; 3 (6e7) 0.017 / 0.007.
 ADAPTIVE_MIN_RHO_N2 = 2e6
-#: Reuse passes per round of a pure-DP :func:`mwem_auto` run (``MWEMConfig`` keeps 20). Mean
-#: L1, 20 / 50 passes, 8 seeds: NLTCS all 3-way (superset candidates) at epsilon 0.1 / 0.3 /
-#: 1 / 3: 0.0869 / 0.0350 / 0.0143 / 0.0070 against 0.0785 / 0.0318 / 0.0137 / 0.0057; adult
-#: at epsilon 1 (junction tree), all 2-way: 0.0819 against 0.0791. On tables of 300 to 5,000
-#: records cut from NLTCS the change was within noise but for two settings (8 x 2,000 at 0.5:
-#: 0.116 -> 0.083; 12 x 5,000 at 0.5: 0.056 -> 0.062). Under zCDP 50 passes did worse (NLTCS
-#: 8 seeds at epsilon 0.1: 0.060 -> 0.065), so zCDP runs keep 20.
-PURE_REUSE_PASSES = 50
+#: Reuse passes per round of a :func:`mwem_auto` run under pure DP, or under zCDP on a factored
+#: model (``MWEMConfig`` keeps 20, and so do zCDP runs on a dense model). Mean L1, 20 / 50
+#: passes: NLTCS all 3-way, pure (superset candidates, 8 seeds) at epsilon 0.1 / 0.3 / 1 / 3:
+#: 0.0869 / 0.0350 / 0.0143 / 0.0070 against 0.0785 / 0.0318 / 0.0137 / 0.0057; adult at
+#: epsilon 1 (junction tree), all 2-way, pure (8 seeds): 0.0819 against 0.0791, zCDP (3
+#: seeds): 0.0747 against 0.0725; adult-hd zCDP 0.0566 against 0.0529. On tables of 300 to
+#: 5,000 records cut from NLTCS (pure) the change was within noise but for two settings (8 x
+#: 2,000 at 0.5: 0.116 -> 0.083; 12 x 5,000 at 0.5: 0.056 -> 0.062). Under zCDP on NLTCS's
+#: dense model 50 passes did worse (8 seeds at epsilon 0.1: 0.060 -> 0.065).
+AUTO_REUSE_PASSES = 50
 #: Significance level of the first-round noise test of default runs.
 NOISE_TEST_ALPHA = 0.01
 
@@ -213,8 +215,8 @@ class MWEMChoices:
         record_count: the released (or public) record count the rows default to.
         candidates: what the rounds selected among: ``"supersets"`` when the rounds rule chose
             them (see :func:`superset_rounds`), else the ``candidates`` option as given.
-        reuse_passes: the most reuse passes per round (``PURE_REUSE_PASSES`` under pure DP
-            unless given).
+        reuse_passes: the most reuse passes per round (``AUTO_REUSE_PASSES`` unless given,
+            or a zCDP run on a dense model: ``MWEMConfig``'s 20).
     """
 
     rounds: int
@@ -267,8 +269,8 @@ def mwem_auto(
     ``SUPERSET_MIN_ROUNDS``. ``"adaptive"`` asks for annealing under either definition; an
     integer fixes them (refused above the candidates).
 
-    Reuse passes: ``PURE_REUSE_PASSES`` per round under pure DP, the ``MWEMConfig`` default
-    under zCDP, unless ``reuse_passes`` is given (``None`` chooses).
+    Reuse passes: ``AUTO_REUSE_PASSES`` per round, but the ``MWEMConfig`` default (20) for a
+    zCDP run on a dense model, unless ``reuse_passes`` is given (``None`` chooses).
 
     Everything MWEM checks before its charge is checked here before the count is charged, with
     the most rounds the rule can choose (so fewer rounds cannot fail either), and so is the
@@ -310,10 +312,9 @@ def mwem_auto(
         check_int(rounds, "rounds", minimum=1)
     elif by_rule and options.get("noise_test") is None:
         options["noise_test"] = NOISE_TEST_ALPHA
-    if options.get("reuse_passes") is None:
-        options.pop("reuse_passes", None)
-        if privacy == "pure":
-            options["reuse_passes"] = PURE_REUSE_PASSES
+    passes_given = options.get("reuse_passes") is not None
+    if not passes_given:
+        options.pop("reuse_passes", None)  # chosen below, once the model is known
     run_options = {k: options.pop(k) for k in _RUN_OPTIONS if k in options}
     public_total = options.pop("total", None)
     count_share, rest = _split(budget, count_fraction, public_total is not None)
@@ -335,6 +336,8 @@ def mwem_auto(
     limit = run_options.get("memory_limit")
     model, _, setup = plan_setup(MWEMConfig(**config, rounds=None if adaptive else 1), workload,
                                  limit)  # type: ignore[arg-type]
+    if not passes_given and (privacy == "pure" or model != "dense"):
+        config["reuse_passes"] = AUTO_REUSE_PASSES
     ceiling = None
     if adaptive or undecided:
         check(None)
