@@ -227,7 +227,7 @@ class MWEMChoices:
     adaptive: bool = False
     record_count: float = 0.0
     candidates: str = "auto"
-    reuse_passes: int = 20
+    reuse_passes: int = MWEMConfig.reuse_passes
 
 
 def mwem_auto(
