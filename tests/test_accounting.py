@@ -557,3 +557,36 @@ def test_accountant_copies_and_pickles_with_its_own_lock():
     assert copied.spent() == PureDP(0.5)
     assert clone.spent() == PureDP(0.75)
     assert [e.label for e in clone.ledger] == ["first", ""]
+
+
+def test_memory_store_keeps_a_running_total_instead_of_summing_the_ledger(monkeypatch):
+    import copy
+
+    import fastmwem.accounting as accounting
+    from fastmwem.accounting import LedgerEntry, MemoryLedgerStore
+
+    passes_over_ledger = []
+    real_total = accounting._total
+
+    def counting_total(entries, width):
+        entries = tuple(entries)
+        passes_over_ledger.append(len(entries))
+        return real_total(entries, width)
+
+    monkeypatch.setattr(accounting, "_total", counting_total)
+    store = MemoryLedgerStore()
+    acc = Accountant(epsilon=1, store=store)
+    for i in range(200):
+        acc.compose(PureDP(Fraction(1, 1000)), label=str(i))
+    assert acc.spent() == PureDP(Fraction(200, 1000))
+    # one pass over the (then empty) ledger, then only the new entry of each charge
+    assert max(passes_over_ledger) == 1
+    assert store.spent(1) == real_total(store.entries(), 1)
+    clone = copy.deepcopy(store)  # a copy rebuilds its total from its entries
+    assert clone.spent(1) == (Fraction(1, 5),)
+    before = store.entries()
+    mixed = [LedgerEntry("a", PureDP(0.1), (Fraction(1, 10),)),
+             LedgerEntry("b", ZCDP(0.1), (Fraction(1, 10), Fraction(0)))]
+    with pytest.raises(ValueError, match="mixes currencies"):
+        store.commit(mixed, lambda spent: None)
+    assert store.entries() == before and store.spent(1) == (Fraction(1, 5),)

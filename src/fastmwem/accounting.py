@@ -561,6 +561,9 @@ class MemoryLedgerStore:
         for entry in self._entries:
             if not isinstance(entry, LedgerEntry):
                 raise TypeError(f"entries must be LedgerEntry objects, got {type(entry).__name__}")
+        # The running total, so that a charge costs O(1) rather than a pass over the ledger
+        # (a service's ledger grows by one entry per answer); None until first needed.
+        self._sum: tuple[Fraction, ...] | None = None
         self._lock = threading.Lock()
 
     def entries(self) -> tuple[LedgerEntry, ...]:
@@ -569,13 +572,21 @@ class MemoryLedgerStore:
 
     def spent(self, width: int) -> tuple[Fraction, ...]:
         with self._lock:
-            return _total(self._entries, width)
+            return self._running(width)
 
     def commit(self, entries: Sequence[LedgerEntry], admit: Admit) -> None:
         with self._lock:
             width = len(entries[0].cost) if entries else 0
-            admit(_total(self._entries, width))
+            total = self._running(width)
+            added = _total(entries, width)  # also refuses a batch that mixes currencies
+            admit(total)
             self._entries.extend(entries)
+            self._sum = tuple(t + a for t, a in zip(total, added))
+
+    def _running(self, width: int) -> tuple[Fraction, ...]:
+        if self._sum is None or len(self._sum) != width:
+            self._sum = _total(self._entries, width)  # exact sums: any order gives the same
+        return self._sum
 
     def __getstate__(self) -> dict[str, object]:
         # A lock cannot be pickled or copied; a copy gets a fresh one.
@@ -583,6 +594,7 @@ class MemoryLedgerStore:
 
     def __setstate__(self, state: dict[str, object]) -> None:
         self._entries = list(state["_entries"])  # type: ignore[call-overload]
+        self._sum = None
         self._lock = threading.Lock()
 
 
