@@ -32,3 +32,33 @@ def test_a_refusal_carries_the_status_and_the_servers_message(monkeypatch):
         Client("http://127.0.0.1:1/", "a1.secret").ask({"cell": {"a": 1}}, request_id="r")
     assert (err.value.status, err.value.message) == (400, "unknown attribute 'a'")
     assert str(err.value) == "HTTP 400: unknown attribute 'a'"
+
+
+def test_a_response_broken_off_midway_is_a_connection_error_to_retry():
+    import socket
+    import threading
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+
+    def serve_half_a_response():
+        conn, _ = listener.accept()
+        with conn:
+            request = b""
+            while b"\r\n\r\n" not in request:  # read it all: unread bytes would reset
+                request += conn.recv(65536)
+            head, _, body = request.partition(b"\r\n\r\n")
+            length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+            while len(body) < length:
+                body += conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                         b"Content-Length: 431\r\n\r\n{\"answer\": ")  # then the server dies
+            conn.shutdown(socket.SHUT_WR)
+
+    thread = threading.Thread(target=serve_half_a_response, daemon=True)
+    thread.start()
+    client = Client(f"http://127.0.0.1:{port}", "a1.secret", timeout=10)
+    with pytest.raises(ConnectionError, match="broke off its response.*same request_id"):
+        client.ask({"cell": {"a": 1}}, request_id="r")
+    thread.join(10)
+    listener.close()

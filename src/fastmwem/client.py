@@ -7,11 +7,14 @@
 Analysts: :meth:`Client.ask`, :meth:`Client.budget`, :meth:`Client.log`, :meth:`Client.domain`.
 The data owner (admin token): :meth:`Client.add_analyst`, :meth:`Client.set_budget`,
 :meth:`Client.analysts`, :meth:`Client.owner_budget`, :meth:`Client.owner_log`. A refused request
-raises :class:`ServiceError` with the server's message and HTTP status.
+raises :class:`ServiceError` with the server's message and HTTP status; a service that cannot be
+reached, or that breaks off a response, raises ``ConnectionError`` (an ``OSError``): retry it
+with the same ``request_id``.
 """
 
 from __future__ import annotations
 
+import http.client
 import json
 import urllib.error
 import urllib.parse
@@ -58,6 +61,10 @@ class Client:
             except (ValueError, AttributeError):
                 message = raw or exc.reason
             raise ServiceError(exc.code, str(message)) from None
+        except http.client.HTTPException as exc:  # e.g. the server died mid-response
+            # An OSError, like a refused connection: callers retry both with the same request id.
+            raise ConnectionError(f"the service at {self.url} broke off its response ({exc!r}); "
+                                  "retry with the same request_id") from exc
 
     # -- analysts ------------------------------------------------------------------------------
     def ask(self, query: dict, *, request_id: str | None = None) -> dict[str, Any]:
