@@ -148,4 +148,4 @@ def test_the_demo_defaults_measure_supersets_and_say_so(cli, tmp_path):
     assert payload["command"]["candidates"] == "supersets"
     assert abs(payload["command"]["rounds"] - 20) <= 1
     assert payload["evaluation"]["mean_group_l1"] < 0.025  # mean 0.0148 over seeds 0-2
-    assert payload["command"]["sampling"] == "systematic"
+    assert payload["command"]["sampling"] == "matched"

@@ -206,8 +206,8 @@ def test_sampled_records_follow_the_synthetic_distribution():
     # Each cell count is binomial; 6 standard deviations over 64 cells keeps false alarms < 1e-6.
     sd = np.sqrt(expected * (1 - result.distribution))
     assert np.all(np.abs(sampled - expected) <= 6 * sd + 1)
-    # The default, systematic: every cell's count is its expectation rounded down or up.
-    chunks = list(result.sample_chunks(1001, rng=9, chunk_rows=1001))
+    # Systematic: every cell's count is its expectation rounded down or up.
+    chunks = list(result.sample_chunks(1001, rng=9, chunk_rows=1001, sampling="systematic"))
     sampled = Dataset(chunks[0].to_numpy(), ds.domain).histogram()
     expected = result.distribution * 1001
     assert np.all((sampled >= np.floor(expected)) & (sampled <= np.ceil(expected)))

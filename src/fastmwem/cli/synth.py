@@ -116,11 +116,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="number of synthetic records (default: the noisy record count, "
                              "at least 1); written in blocks, checked against the free disk "
                              "space")
-    parser.add_argument("--sampling", choices=list(SAMPLING_METHODS), default="systematic",
+    parser.add_argument("--sampling", choices=list(SAMPLING_METHODS), default="matched",
                         help="how records are drawn from the synthetic distribution: "
-                             "systematic (default: every cell's count within one of its "
-                             "expectation, so the records answer what the model answers) or "
-                             "independent draws")
+                             "matched (default: systematic records whose values are then moved "
+                             "until their workload marginals are the model's, to rounding), "
+                             "systematic (every cell's count within one of its expectation, "
+                             "each record a draw from the model) or independent draws")
     parser.add_argument("--seed", type=int, default=None,
                         help="seed for reproducible runs, for tests only: anyone who knows it can "
                              "remove the noise, so a seeded run is NOT private (default: OS "

@@ -21,9 +21,11 @@ import numpy as np
 
 __all__ = ["SAMPLING_METHODS", "check_sampling", "systematic_counts", "stratified_uniforms"]
 
-#: ``"systematic"`` (the default: counts within one of their expectation) or ``"independent"``
-#: (``n`` independent draws).
-SAMPLING_METHODS = ("systematic", "independent")
+#: ``"matched"`` (the default: systematic records, then moved to match the model's marginals on
+#: the workload, :mod:`fastmwem.release._matching`), ``"systematic"`` (counts within one of
+#: their expectation, each record a draw from the model) or ``"independent"`` (``n``
+#: independent draws).
+SAMPLING_METHODS = ("matched", "systematic", "independent")
 
 
 def check_sampling(method: object) -> str:

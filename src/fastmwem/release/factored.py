@@ -23,6 +23,7 @@ clique by clique down the tree. No array over the whole domain is ever built.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -30,6 +31,7 @@ import pandas as pd
 from fastmwem._validation import check_int
 from fastmwem.data.domain import Domain
 from fastmwem.release._junction import JunctionTree, Plan
+from fastmwem.release._matching import match_records
 from fastmwem.release._tables import outer
 from fastmwem.release.state import group_of, mw_group_step, mw_query_step, noisy_start
 from fastmwem.workloads.base import LinearWorkload
@@ -268,7 +270,9 @@ class FactoredState:
         """``log p(x)`` of each row of integer codes (``-inf`` where the model puts no mass)."""
         return self.tree.log_probability(np.asarray(codes, dtype=np.int64))
 
-    def sample(self, n: int, rng: np.random.Generator, *, systematic: bool = True
-               ) -> pd.DataFrame:
+    def sample(self, n: int, rng: np.random.Generator, *, systematic: bool = True,
+               match: Sequence[Sequence[int]] = ()) -> pd.DataFrame:
         codes = self.tree.sample(n, rng, systematic=systematic)
+        if match:
+            match_records(codes, self.domain.shape, match, self.marginal, rng)
         return pd.DataFrame({a: codes[:, i] for i, a in enumerate(self.domain.attributes)})

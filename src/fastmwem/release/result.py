@@ -13,6 +13,7 @@ from fastmwem.accounting import LedgerEntry, PrivacyEvent, ledger_records
 from fastmwem.data.domain import Domain
 from fastmwem.random import make_rng
 from fastmwem.release._sampling import check_sampling
+from fastmwem.release.factored import marginal_axes
 from fastmwem.release.state import SyntheticState, sample_records
 from fastmwem.workloads.base import LinearWorkload
 
@@ -115,27 +116,30 @@ class MWEMResult:
         return w.answer(self.histogram)
 
     def sample(self, n: int | None = None, *, rng: object = None, decode: bool = True,
-               sampling: str = "systematic") -> pd.DataFrame:
+               sampling: str = "matched") -> pd.DataFrame:
         """Draw ``n`` synthetic records (default: the rounded record count).
 
-        Each record's law is the synthetic distribution. ``sampling="systematic"`` (the default)
-        gives every cell (of a factored model: every clique cell, within each separator value)
-        ``floor`` or ``ceil`` of its expected count, so the records answer almost exactly what
-        the model answers (:mod:`fastmwem.release._sampling`); ``"independent"`` draws the
-        records independently (a multinomial). With a schema, codes are decoded to the raw
-        labels unless ``decode=False``.
+        ``sampling="systematic"`` gives every cell (of a factored model: every clique cell,
+        within each separator value) ``floor`` or ``ceil`` of its expected count, and each
+        record's law is the synthetic distribution (:mod:`fastmwem.release._sampling`).
+        ``"matched"`` (the default) then moves values of the records until their marginals on
+        the workload's attribute sets are what the model says, to integer rounding
+        (:mod:`fastmwem.release._matching`): the records answer the workload almost exactly as
+        the model does, though they are no longer draws from it one by one. ``"independent"``
+        draws the records independently (a multinomial). With a schema, codes are decoded to
+        the raw labels unless ``decode=False``.
 
         Raises:
             ResourceLimitError: (a ``ValueError``) the records would not fit in memory; checked
                 before anything is drawn.
         """
-        systematic = check_sampling(sampling) == "systematic"
+        method = check_sampling(sampling)
         count = self._count(n)
         self._check_memory(count)
-        return self._draw(count, make_rng(rng), decode, systematic)
+        return self._draw(count, make_rng(rng), decode, method)
 
     def sample_chunks(self, n: int | None = None, *, rng: object = None, decode: bool = True,
-                      chunk_rows: int | None = None, sampling: str = "systematic"
+                      chunk_rows: int | None = None, sampling: str = "matched"
                       ) -> Iterator[pd.DataFrame]:
         """Draw ``n`` synthetic records (default: the rounded record count) in blocks.
 
@@ -145,19 +149,19 @@ class MWEMResult:
         :data:`CHUNK_ROWS`. Arguments and memory are checked here, before the first block is
         drawn.
         """
-        systematic = check_sampling(sampling) == "systematic"
+        method = check_sampling(sampling)
         count = self._count(n)
         chunk_rows = CHUNK_ROWS if chunk_rows is None else chunk_rows
         size = min(count, check_int(chunk_rows, "chunk_rows", minimum=1))
         self._check_memory(size)
-        return self._blocks(count, size, make_rng(rng), decode, systematic)
+        return self._blocks(count, size, make_rng(rng), decode, method)
 
     def _blocks(self, count: int, size: int, generator: np.random.Generator,
-                decode: bool, systematic: bool) -> Iterator[pd.DataFrame]:
+                decode: bool, method: str) -> Iterator[pd.DataFrame]:
         done = 0
         while True:
             block = min(size, count - done)
-            yield self._draw(block, generator, decode, systematic)
+            yield self._draw(block, generator, decode, method)
             done += block
             if done >= count:
                 return
@@ -170,13 +174,15 @@ class MWEMResult:
         check_memory(count * (16 + 24 * len(self.domain)), f"sampling {count} records")
 
     def _draw(self, count: int, generator: np.random.Generator, decode: bool,
-              systematic: bool) -> pd.DataFrame:
+              method: str) -> pd.DataFrame:
+        systematic = method != "independent"
+        match = (marginal_axes(self.workload) or []) if method == "matched" else []
         if self.histogram is None:
             frame = self.model.sample(count, generator,  # type: ignore[union-attr]
-                                      systematic=systematic)
+                                      systematic=systematic, match=match)
         else:
             frame = sample_records(self.histogram, self.domain, count, generator,
-                                   systematic=systematic)
+                                   systematic=systematic, match=match)
         if decode and self.schema is not None:
             return self.schema.decode(frame)
         return frame

@@ -11,12 +11,14 @@ states apply exactly the same rule.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 import pandas as pd
 
 from fastmwem.data.domain import Domain, check_dense
+from fastmwem.release._matching import match_records
 from fastmwem.release._sampling import systematic_counts
 from fastmwem.workloads.base import LinearWorkload, groups_of_queries, queries_of_groups
 
@@ -88,12 +90,14 @@ class SyntheticState(Protocol):
         """How far the distribution moved since ``checkpoint`` (L1; may consume it)."""
         ...
 
-    def sample(self, n: int, rng: np.random.Generator, *, systematic: bool = True
-               ) -> pd.DataFrame:
+    def sample(self, n: int, rng: np.random.Generator, *, systematic: bool = True,
+               match: Sequence[Sequence[int]] = ()) -> pd.DataFrame:
         """``n`` records, each drawn from the distribution, as integer codes per attribute.
 
         ``systematic``: each cell's (or clique cell's) count within one of its expectation
-        (:mod:`fastmwem.release._sampling`); else independent draws.
+        (:mod:`fastmwem.release._sampling`); else independent draws. ``match``: attribute sets
+        (axes) whose marginals the drawn records are then moved to match
+        (:mod:`fastmwem.release._matching`).
         """
         ...
 
@@ -295,24 +299,37 @@ class MWState:
         np.abs(scratch, out=scratch)  # type: ignore[call-overload]
         return float(scratch.sum())  # type: ignore[attr-defined]
 
-    def sample(self, n: int, rng: np.random.Generator, *, systematic: bool = True
-               ) -> pd.DataFrame:
-        return sample_records(self.distribution, self.domain, n, rng, systematic=systematic)
+    def sample(self, n: int, rng: np.random.Generator, *, systematic: bool = True,
+               match: Sequence[Sequence[int]] = ()) -> pd.DataFrame:
+        return sample_records(self.distribution, self.domain, n, rng, systematic=systematic,
+                              match=match)
 
 
 def sample_records(distribution: np.ndarray, domain: Domain, n: int,
-                   rng: np.random.Generator, *, systematic: bool = True) -> pd.DataFrame:
+                   rng: np.random.Generator, *, systematic: bool = True,
+                   match: Sequence[Sequence[int]] = ()) -> pd.DataFrame:
     """Draw ``n`` records from a distribution over the cells, as integer codes per attribute.
 
     ``systematic``: each cell gets ``floor`` or ``ceil`` of its expected count
-    (:func:`~fastmwem.release._sampling.systematic_counts`), else a multinomial draw.
+    (:func:`~fastmwem.release._sampling.systematic_counts`), else a multinomial draw. A cell's
+    count that close still leaves a marginal cell (a sum of many cells) off by more, so
+    ``match`` moves the records towards the distribution's marginals on those attribute sets
+    (:func:`~fastmwem.release._matching.match_records`).
     """
     counts = (systematic_counts(distribution, n, rng) if systematic
               else rng.multinomial(n, distribution / distribution.sum()))
     cells = np.repeat(np.arange(distribution.size), counts)
     rng.shuffle(cells)
-    codes = np.unravel_index(cells, domain.shape)
-    return pd.DataFrame({a: c.astype(np.int64) for a, c in zip(domain.attributes, codes)})
+    codes = np.stack(np.unravel_index(cells, domain.shape), axis=1).astype(np.int64)
+    if match:
+        joint = np.asarray(distribution, dtype=np.float64).reshape(domain.shape)
+        joint = joint / joint.sum()
+
+        def marginal(axes: tuple[int, ...]) -> np.ndarray:
+            return joint.sum(axis=tuple(a for a in range(len(domain)) if a not in axes))
+
+        match_records(codes, domain.shape, match, marginal, rng)
+    return pd.DataFrame({a: codes[:, i] for i, a in enumerate(domain.attributes)})
 
 
 def noisy_start(noisy: np.ndarray, total: float, uniform_mix: float) -> np.ndarray:

@@ -1,0 +1,241 @@
+"""Matched records: move drawn records' values until their marginals match the model's.
+
+Systematic sampling (:mod:`fastmwem.release._sampling`) gives every clique cell of a factored
+model ``floor`` or ``ceil`` of its expected count, but a marginal that spans cliques is only
+as close as the draws down the tree make it: on adult (epsilon 1) the written records' mean
+2-way L1 error was 0.0831 against the model's 0.0806, all of the gap in the 62 attribute pairs
+that lie across cliques. Yet records whose counts are ``floor`` or ``ceil`` of the model's
+expected counts would cost nothing against the real (integer) counts on average.
+
+So after the draw, a local search moves records towards the model. For each record in a random
+order and each attribute, it tries giving the record another value of that attribute and keeps
+the value that most lowers ``sum |count - n * model fraction|`` over the *scored* marginals (the
+workload's, within a cell budget), if any lowers it. Scoring every value of a 100-value
+attribute against 78 triples is the cost, so the values are first *screened* by the same sum
+over the attribute pairs inside the scored marginals, and only the best few are scored. A
+record is only looked at for an attribute when taking its value away alone lowers the scored
+sum (it sits in over-full cells). Three passes over the records reach (adult, seed 0, all
+3-way marginals scored) 2-way / 3-way L1 0.0800 / 0.178, model 0.0806 / 0.175, in about 10 s
+for 48,842 records; scoring every value instead took 112 s for the same error.
+
+The records are post-processing of the model (no privacy cost) but no longer draws from it one
+by one: their marginals on the scored sets are what the model says, to integer rounding.
+"""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from fastmwem._validation import check_int
+
+try:
+    from numba import njit
+except ImportError:  # the records stay as drawn; matched() warns
+    njit = None
+
+__all__ = ["MATCH_CANDIDATES", "MATCH_MAX_CELLS", "MATCH_PASSES", "match_marginals",
+           "match_records", "scored_sets"]
+
+#: Passes over the records (each pass visits every record and attribute once).
+MATCH_PASSES = 3
+#: Values of an attribute scored after the screening by pairs (adult: 16 gave 0.0802 / 0.178,
+#: 32 gave 0.0800 / 0.178 for 7.5 / 9.3 s).
+MATCH_CANDIDATES = 32
+#: Budget of scored marginal cells (the counts and targets take 16 bytes a cell): marginals
+#: are taken smallest first until the next would pass it. Adult's 364 triples have 2.1e7.
+MATCH_MAX_CELLS = 2**25
+
+
+def scored_sets(sets: Sequence[Sequence[int]], shape: Sequence[int],
+                max_cells: int = MATCH_MAX_CELLS) -> list[tuple[int, ...]]:
+    """The attribute sets to score: distinct, sorted, smallest first within ``max_cells``.
+
+    Only public things decide it (the workload's sets and the domain's shape).
+
+    >>> scored_sets([(2, 0), (0, 1), (0, 2)], (10, 10, 1000), max_cells=200)
+    [(0, 1)]
+    """
+    distinct = sorted({tuple(sorted(int(a) for a in s)) for s in sets if len(s)},
+                      key=lambda s: (_cells(s, shape), s))
+    out, used = [], 0
+    for s in distinct:
+        if used + _cells(s, shape) > max_cells:
+            break
+        out.append(s)
+        used += _cells(s, shape)
+    return out
+
+
+def match_records(codes: np.ndarray, shape: Sequence[int], sets: Sequence[Sequence[int]],
+                  marginal: Callable[[tuple[int, ...]], np.ndarray],
+                  rng: np.random.Generator) -> int:
+    """:func:`match_marginals` on the :func:`scored_sets` of ``sets`` (the defaults)."""
+    return match_marginals(codes, shape, scored_sets(sets, shape), marginal, rng)
+
+
+def match_marginals(codes: np.ndarray, shape: Sequence[int], sets: Sequence[tuple[int, ...]],
+                    marginal: Callable[[tuple[int, ...]], np.ndarray],
+                    rng: np.random.Generator, *, passes: int = MATCH_PASSES,
+                    candidates: int = MATCH_CANDIDATES) -> int:
+    """Move values of ``codes`` (rows of int64 codes, in place); return how many moved.
+
+    ``sets`` are the scored attribute sets (sorted axes, as :func:`scored_sets` gives) and
+    ``marginal(axes)`` the model's marginal on them as fractions over the sorted axes. No move
+    raises the scored sum ``sum |count - n * fraction|``.
+    """
+    if not (isinstance(codes, np.ndarray) and codes.dtype == np.int64 and codes.ndim == 2
+            and codes.flags.c_contiguous):
+        raise ValueError("codes must be a C-contiguous 2-d int64 array (changed in place)")
+    check_int(passes, "passes", minimum=0)
+    check_int(candidates, "candidates", minimum=1)
+    n = codes.shape[0]
+    if n == 0 or not sets or passes == 0:
+        return 0
+    if njit is None:
+        warnings.warn('matching the records to the model needs numba (pip install numba): '
+                      'the records are written as systematically drawn', stacklevel=3)
+        return 0
+    shape = np.asarray(shape, dtype=np.int64)
+    screens = _screening_sets(sets)
+    scored = _layout(codes, shape, sets, marginal, n)
+    screened = _layout(codes, shape, screens, marginal, n)
+    order = rng.permutation(n).astype(np.int64)
+    return int(_match_loop(codes, shape, order, passes, candidates, *scored, *screened))
+
+
+def _cells(axes: Sequence[int], shape: Sequence[int]) -> int:
+    return int(np.prod([int(shape[a]) for a in axes], dtype=object))
+
+
+def _screening_sets(sets: Sequence[tuple[int, ...]]) -> list[tuple[int, ...]]:
+    """The pairs inside the scored sets (a set of one or two attributes screens itself)."""
+    out = set()
+    for s in sets:
+        out.update(itertools.combinations(s, 2) if len(s) > 2 else [s])
+    return sorted(out)
+
+
+def _layout(codes: np.ndarray, shape: np.ndarray, sets: Sequence[tuple[int, ...]],
+            marginal: Callable[[tuple[int, ...]], np.ndarray], n: int) -> tuple[np.ndarray, ...]:
+    """Flat counts and targets of ``sets``, each set's offset, and per attribute its sets.
+
+    For attribute ``a``, ``sets_of[ptr[a]:ptr[a+1]]`` are the sets holding it and ``stride_of``
+    the stride of ``a`` within each, so a record's cell after a change of ``a`` from ``x`` to
+    ``v`` is its cell plus ``(v - x) * stride``.
+    """
+    width = max(len(s) for s in sets)
+    axes = np.full((len(sets), width), -1, dtype=np.int64)
+    strides = np.zeros((len(sets), width), dtype=np.int64)
+    offsets = np.zeros(len(sets), dtype=np.int64)
+    targets, per_attribute, used = [], [[] for _ in shape], 0
+    for i, s in enumerate(sets):
+        sizes = shape[list(s)]
+        step = np.cumprod(np.concatenate([sizes[1:], [1]])[::-1])[::-1]
+        axes[i, :len(s)], strides[i, :len(s)], offsets[i] = s, step, used
+        for a, st in zip(s, step):
+            per_attribute[a].append((i, int(st)))
+        targets.append(n * np.asarray(marginal(s), dtype=np.float64).reshape(-1))
+        used += int(np.prod(sizes))
+    counts = np.zeros(used)
+    for i, s in enumerate(sets):
+        size = int(np.prod(shape[list(s)]))
+        counts[offsets[i]:offsets[i] + size] = np.bincount(
+            codes[:, list(s)] @ strides[i, :len(s)], minlength=size)
+    ptr = np.cumsum([0] + [len(p) for p in per_attribute]).astype(np.int64)
+    sets_of = np.array([i for p in per_attribute for i, _ in p], dtype=np.int64)
+    stride_of = np.array([st for p in per_attribute for _, st in p], dtype=np.int64)
+    return counts, np.concatenate(targets), offsets, axes, strides, ptr, sets_of, stride_of
+
+
+def _compiled(function: Callable[..., object]) -> Callable[..., object]:
+    """``function`` compiled lazily (at its first call) by numba, when installed."""
+    return function if njit is None else njit(cache=True)(function)
+
+
+@_compiled
+def _cells_of(codes, r, offsets, axes, strides, out):  # pragma: no cover - compiled
+    for g in range(offsets.size):
+        c = offsets[g]
+        for j in range(axes.shape[1]):
+            if axes[g, j] >= 0:
+                c += codes[r, axes[g, j]] * strides[g, j]
+        out[g] = c
+
+
+@_compiled
+def _match_loop(codes, sizes, order, passes, m,  # pragma: no cover - compiled
+                s_counts, s_targets, s_offsets, s_axes, s_strides, s_ptr, s_sets, s_stride,
+                c_counts, c_targets, c_offsets, c_axes, c_strides, c_ptr, c_sets, c_stride):
+    """Greedy single-value moves; ``s_*`` are the scored sets, ``c_*`` the screening ones."""
+    n, d = codes.shape
+    s_cell = np.empty(s_offsets.size, np.int64)
+    c_cell = np.empty(c_offsets.size, np.int64)
+    best_values = np.empty(m, np.int64)
+    best_screens = np.empty(m)
+    moved = 0
+    for _ in range(passes):
+        moved_now = 0
+        for i in range(n):
+            r = order[i]
+            _cells_of(codes, r, s_offsets, s_axes, s_strides, s_cell)
+            _cells_of(codes, r, c_offsets, c_axes, c_strides, c_cell)
+            for a in range(d):
+                x = codes[r, a]
+                away = 0.0
+                for q in range(s_ptr[a], s_ptr[a + 1]):
+                    c = s_cell[s_sets[q]]
+                    away += abs(s_counts[c] - 1.0 - s_targets[c]) - abs(s_counts[c] - s_targets[c])
+                if away >= 0.0:  # taking the value away alone does not help: leave it
+                    continue
+                kept = 0
+                for v in range(sizes[a]):
+                    if v == x:
+                        continue
+                    screen = 0.0
+                    for q in range(c_ptr[a], c_ptr[a + 1]):
+                        c = c_cell[c_sets[q]] + (v - x) * c_stride[q]
+                        screen += abs(c_counts[c] + 1.0 - c_targets[c]) - abs(c_counts[c] - c_targets[c])
+                    if kept < m:
+                        j = kept
+                        kept += 1
+                    elif screen < best_screens[m - 1]:
+                        j = m - 1
+                    else:
+                        continue
+                    while j > 0 and best_screens[j - 1] > screen:  # keep them sorted
+                        best_screens[j] = best_screens[j - 1]
+                        best_values[j] = best_values[j - 1]
+                        j -= 1
+                    best_screens[j] = screen
+                    best_values[j] = v
+                best, chosen = -1e-9, -1
+                for j in range(kept):
+                    v = best_values[j]
+                    change = away
+                    for q in range(s_ptr[a], s_ptr[a + 1]):
+                        c = s_cell[s_sets[q]] + (v - x) * s_stride[q]
+                        change += abs(s_counts[c] + 1.0 - s_targets[c]) - abs(s_counts[c] - s_targets[c])
+                    if change < best:
+                        best, chosen = change, v
+                if chosen < 0:
+                    continue
+                for q in range(s_ptr[a], s_ptr[a + 1]):
+                    g = s_sets[q]
+                    s_counts[s_cell[g]] -= 1.0
+                    s_cell[g] += (chosen - x) * s_stride[q]
+                    s_counts[s_cell[g]] += 1.0
+                for q in range(c_ptr[a], c_ptr[a + 1]):
+                    g = c_sets[q]
+                    c_counts[c_cell[g]] -= 1.0
+                    c_cell[g] += (chosen - x) * c_stride[q]
+                    c_counts[c_cell[g]] += 1.0
+                codes[r, a] = chosen
+                moved_now += 1
+        moved += moved_now
+        if moved_now == 0:
+            break
+    return moved
