@@ -163,3 +163,11 @@ def test_factored_state_records_decode_like_before():
     frame = state.sample(5, np.random.default_rng(0), match=[(0, 1)])
     assert list(frame.columns) == list(DOMAIN.attributes)
     assert len(frame) == 5
+
+
+def test_memory_for_matching_counts_scored_and_screening_cells():
+    shape = (2, 3, 4)
+    # scored: the triple (24 cells); screening: its three pairs (6 + 8 + 12)
+    assert _matching.match_bytes([(0, 1, 2)], shape) == 16 * (24 + 26)
+    # a pair screens itself: counted once as scored, once as screening
+    assert _matching.match_bytes([(0, 1)], shape) == 16 * 12

@@ -38,7 +38,7 @@ except ImportError:  # the records stay as drawn; matched() warns
     njit = None
 
 __all__ = ["MATCH_CANDIDATES", "MATCH_MAX_CELLS", "MATCH_PASSES", "match_marginals",
-           "match_records", "scored_sets"]
+           "match_bytes", "match_records", "scored_sets"]
 
 #: Passes over the records (each pass visits every record and attribute once).
 MATCH_PASSES = 3
@@ -68,6 +68,12 @@ def scored_sets(sets: Sequence[Sequence[int]], shape: Sequence[int],
         out.append(s)
         used += _cells(s, shape)
     return out
+
+
+def match_bytes(sets: Sequence[Sequence[int]], shape: Sequence[int]) -> int:
+    """Memory :func:`match_records` takes for ``sets``: counts and targets, 16 bytes a cell."""
+    scored = scored_sets(sets, shape)
+    return 16 * sum(_cells(s, shape) for s in scored + _screening_sets(scored))
 
 
 def match_records(codes: np.ndarray, shape: Sequence[int], sets: Sequence[Sequence[int]],

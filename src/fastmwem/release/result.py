@@ -12,6 +12,7 @@ from fastmwem._validation import check_int, check_memory
 from fastmwem.accounting import LedgerEntry, PrivacyEvent, ledger_records
 from fastmwem.data.domain import Domain
 from fastmwem.random import make_rng
+from fastmwem.release._matching import match_bytes
 from fastmwem.release._sampling import check_sampling
 from fastmwem.release.factored import marginal_axes
 from fastmwem.release.state import SyntheticState, sample_records
@@ -135,7 +136,7 @@ class MWEMResult:
         """
         method = check_sampling(sampling)
         count = self._count(n)
-        self._check_memory(count)
+        self._check_memory(count, method)
         return self._draw(count, make_rng(rng), decode, method)
 
     def sample_chunks(self, n: int | None = None, *, rng: object = None, decode: bool = True,
@@ -153,7 +154,7 @@ class MWEMResult:
         count = self._count(n)
         chunk_rows = CHUNK_ROWS if chunk_rows is None else chunk_rows
         size = min(count, check_int(chunk_rows, "chunk_rows", minimum=1))
-        self._check_memory(size)
+        self._check_memory(size, method)
         return self._blocks(count, size, make_rng(rng), decode, method)
 
     def _blocks(self, count: int, size: int, generator: np.random.Generator,
@@ -169,9 +170,12 @@ class MWEMResult:
     def _count(self, n: int | None) -> int:
         return max(1, int(round(self.total))) if n is None else check_int(n, "n", minimum=0)
 
-    def _check_memory(self, count: int) -> None:
-        # Cell indices (drawn, shuffled) and one int64 column per attribute, plus a copy.
-        check_memory(count * (16 + 24 * len(self.domain)), f"sampling {count} records")
+    def _check_memory(self, count: int, method: str) -> None:
+        # Cell indices (drawn, shuffled) and one int64 column per attribute, plus a copy; and
+        # what matching the records to the model's marginals keeps.
+        extra = (match_bytes(marginal_axes(self.workload) or [], self.domain.shape)
+                 if method == "matched" else 0)
+        check_memory(count * (16 + 24 * len(self.domain)) + extra, f"sampling {count} records")
 
     def _draw(self, count: int, generator: np.random.Generator, decode: bool,
               method: str) -> pd.DataFrame:
