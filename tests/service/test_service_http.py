@@ -9,7 +9,7 @@ import urllib.request
 import uuid
 from fractions import Fraction
 
-import httpx
+import httpx2
 import numpy as np
 import pytest
 
@@ -117,7 +117,7 @@ def test_bad_requests_get_a_clear_4xx_and_spend_nothing(server):
     analyst = server.analyst("carol", 0.5)
     admin_token = server.admin_file.read_text().strip()
     before = _spent(server.state)
-    with httpx.Client(base_url=server.url, timeout=30) as http:
+    with httpx2.Client(base_url=server.url, timeout=30) as http:
         for method, path, headers, body, status, words in _bad_requests(
                 server, analyst._token, admin_token):
             content = body if isinstance(body, str) else None
