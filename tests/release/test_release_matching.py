@@ -171,3 +171,24 @@ def test_memory_for_matching_counts_scored_and_screening_cells():
     assert _matching.match_bytes([(0, 1, 2)], shape) == 16 * (24 + 26)
     # a pair screens itself: counted once as scored, once as screening
     assert _matching.match_bytes([(0, 1)], shape) == 16 * 12
+
+
+def test_dense_marginals_equal_direct_sums_whatever_the_windows():
+    shape = (3, 2, 4, 5, 2, 3)
+    joint = np.random.default_rng(13).random(shape)
+    sets = [(0, 1, 2), (2, 3, 5), (0, 4), (1, 3, 4, 5), (0, 1, 2, 3, 4, 5)]
+    for window_cells in (1, 30, 200, 10**6):
+        marginal = _matching.dense_marginals(joint, sets, window_cells=window_cells)
+        for s in sets + [(2, 3), (0,)]:
+            direct = joint.sum(axis=tuple(a for a in range(6) if a not in s)) / joint.sum()
+            assert np.allclose(marginal(s), direct)
+
+
+def test_windows_cover_every_set_within_their_cells():
+    shape = [2] * 12
+    sets = list(itertools.combinations(range(12), 3))
+    windows = _matching._windows(sets, shape, 2**8)
+    assert all(2 ** len(w) <= 2**8 for w in windows)
+    assert all(any(set(s) <= set(w) for w in windows) for s in sets)
+    # a set larger than the window is its own window
+    assert _matching._windows([(0, 1, 2, 3)], shape, 4) == [(0, 1, 2, 3)]

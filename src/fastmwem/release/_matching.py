@@ -38,13 +38,15 @@ except ImportError:  # the records stay as drawn; matched() warns
     njit = None
 
 __all__ = ["MATCH_CANDIDATES", "MATCH_MAX_CELLS", "MATCH_PASSES", "match_marginals",
-           "match_bytes", "match_records", "scored_sets"]
+           "dense_marginals", "match_bytes", "match_records", "scored_sets"]
 
 #: Passes over the records (each pass visits every record and attribute once).
 MATCH_PASSES = 3
 #: Values of an attribute scored after the screening by pairs (adult: 16 gave 0.0802 / 0.178,
 #: 32 gave 0.0800 / 0.178 for 7.5 / 9.3 s).
 MATCH_CANDIDATES = 32
+#: Cells of a window table that :func:`dense_marginals` reads many marginals from.
+WINDOW_CELLS = 2**14
 #: Budget of scored marginal cells (the counts and targets take 16 bytes a cell): marginals
 #: are taken smallest first until the next would pass it. Adult's 364 triples have 2.1e7.
 MATCH_MAX_CELLS = 2**25
@@ -68,6 +70,48 @@ def scored_sets(sets: Sequence[Sequence[int]], shape: Sequence[int],
         out.append(s)
         used += _cells(s, shape)
     return out
+
+
+def dense_marginals(joint: np.ndarray, sets: Sequence[Sequence[int]],
+                    window_cells: int = WINDOW_CELLS
+                    ) -> Callable[[tuple[int, ...]], np.ndarray]:
+    """``marginal(axes)`` of a dense ``joint`` (fractions), for ``axes`` inside one of ``sets``.
+
+    Summing a 2^24-cell joint over 21 axes costs about 0.1 s, and a 3-way workload on 24
+    attributes has 2,024 sets: matching 10^5 records took 207 s, nearly all of it in those sums.
+    So the sets are grouped into windows of at most ``window_cells`` cells (23 windows there);
+    each window's table is summed from the joint once, and its sets' marginals from that small
+    table: 13 s, of which 6 s in the compiled loop.
+    """
+    joint = np.asarray(joint, dtype=np.float64)
+    joint = joint / joint.sum()
+    windows = _windows(sets, joint.shape, window_cells)
+    tables: dict[tuple[int, ...], np.ndarray] = {}
+
+    def marginal(axes: tuple[int, ...]) -> np.ndarray:
+        window = next((w for w in windows if set(axes) <= set(w)), tuple(axes))
+        table = tables.get(window)
+        if table is None:
+            table = joint.sum(axis=tuple(a for a in range(joint.ndim) if a not in window))
+            tables[window] = table
+        return table.sum(axis=tuple(i for i, a in enumerate(window) if a not in axes))
+
+    return marginal
+
+
+def _windows(sets: Sequence[Sequence[int]], shape: Sequence[int],
+             window_cells: int) -> list[tuple[int, ...]]:
+    """Attribute sets of at most ``window_cells`` cells (or one set) covering every set."""
+    uncovered = [tuple(sorted(s)) for s in sets]
+    windows = []
+    while uncovered:
+        window = set(uncovered[0])
+        for s in uncovered[1:]:
+            if _cells(window | set(s), shape) <= window_cells:
+                window |= set(s)
+        windows.append(tuple(sorted(window)))
+        uncovered = [s for s in uncovered if not set(s) <= window]
+    return windows
 
 
 def match_bytes(sets: Sequence[Sequence[int]], shape: Sequence[int]) -> int:
@@ -147,10 +191,13 @@ def _layout(codes: np.ndarray, shape: np.ndarray, sets: Sequence[tuple[int, ...]
         targets.append(n * np.asarray(marginal(s), dtype=np.float64).reshape(-1))
         used += int(np.prod(sizes))
     counts = np.zeros(used)
+    cells = np.empty(n, dtype=np.int64)
     for i, s in enumerate(sets):
         size = int(np.prod(shape[list(s)]))
-        counts[offsets[i]:offsets[i] + size] = np.bincount(
-            codes[:, list(s)] @ strides[i, :len(s)], minlength=size)
+        np.multiply(codes[:, s[0]], strides[i, 0], out=cells)
+        for j in range(1, len(s)):
+            cells += codes[:, s[j]] * strides[i, j]
+        counts[offsets[i]:offsets[i] + size] = np.bincount(cells, minlength=size)
     ptr = np.cumsum([0] + [len(p) for p in per_attribute]).astype(np.int64)
     sets_of = np.array([i for p in per_attribute for i, _ in p], dtype=np.int64)
     stride_of = np.array([st for p in per_attribute for _, st in p], dtype=np.int64)

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from fastmwem.data.domain import Domain, check_dense
-from fastmwem.release._matching import match_records
+from fastmwem.release._matching import dense_marginals, match_records, scored_sets
 from fastmwem.release._sampling import systematic_counts
 from fastmwem.workloads.base import LinearWorkload, groups_of_queries, queries_of_groups
 
@@ -322,13 +322,9 @@ def sample_records(distribution: np.ndarray, domain: Domain, n: int,
     rng.shuffle(cells)
     codes = np.stack(np.unravel_index(cells, domain.shape), axis=1).astype(np.int64)
     if match:
-        joint = np.asarray(distribution, dtype=np.float64).reshape(domain.shape)
-        joint = joint / joint.sum()
-
-        def marginal(axes: tuple[int, ...]) -> np.ndarray:
-            return joint.sum(axis=tuple(a for a in range(len(domain)) if a not in axes))
-
-        match_records(codes, domain.shape, match, marginal, rng)
+        scored = scored_sets(match, domain.shape)
+        marginal = dense_marginals(np.reshape(distribution, domain.shape), scored)
+        match_records(codes, domain.shape, scored, marginal, rng)
     return pd.DataFrame({a: codes[:, i] for i, a in enumerate(domain.attributes)})
 
 
