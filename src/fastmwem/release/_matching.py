@@ -84,7 +84,7 @@ def dense_marginals(joint: np.ndarray, sets: Sequence[Sequence[int]],
     table: 13 s, of which 6 s in the compiled loop.
     """
     joint = np.asarray(joint, dtype=np.float64)
-    joint = joint / joint.sum()
+    total = float(joint.sum())  # dividing the tables, not the joint: no copy of the joint
     windows = _windows(sets, joint.shape, window_cells)
     tables: dict[tuple[int, ...], np.ndarray] = {}
 
@@ -93,6 +93,7 @@ def dense_marginals(joint: np.ndarray, sets: Sequence[Sequence[int]],
         table = tables.get(window)
         if table is None:
             table = joint.sum(axis=tuple(a for a in range(joint.ndim) if a not in window))
+            table /= total
             tables[window] = table
         return table.sum(axis=tuple(i for i, a in enumerate(window) if a not in axes))
 

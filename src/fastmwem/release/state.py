@@ -92,12 +92,13 @@ class SyntheticState(Protocol):
 
     def sample(self, n: int, rng: np.random.Generator, *, systematic: bool = True,
                match: Sequence[Sequence[int]] = ()) -> pd.DataFrame:
-        """``n`` records, each drawn from the distribution, as integer codes per attribute.
+        """``n`` records drawn from the distribution, as integer codes per attribute.
 
         ``systematic``: each cell's (or clique cell's) count within one of its expectation
         (:mod:`fastmwem.release._sampling`); else independent draws. ``match``: attribute sets
         (axes) whose marginals the drawn records are then moved to match
-        (:mod:`fastmwem.release._matching`).
+        (:mod:`fastmwem.release._matching`), after which a record is no longer a draw from the
+        distribution on its own.
         """
         ...
 
