@@ -10,7 +10,8 @@ import numpy as np
 
 from fastmwem.workloads.base import LinearWorkload, check_histogram
 
-__all__ = ["workload_error", "answer_error", "relative_entropy", "relative_entropy_of_records"]
+__all__ = ["workload_error", "answer_error", "relative_entropy", "relative_entropy_of_records",
+           "RecordCounts"]
 
 
 def relative_entropy(true_histogram: np.ndarray, synthetic_histogram: np.ndarray) -> float:
@@ -82,3 +83,61 @@ def answer_error(true_answers: np.ndarray, synthetic_answers: np.ndarray,
         "max_abs_error": float(errors.max()),
         "mean_abs_error": float(errors.mean()),
     }
+
+
+class RecordCounts:
+    """A workload's answers on records seen block by block (records written as a stream).
+
+    Keeps the counts of each distinct marginal the workload's groups read (or, for a workload
+    without marginal structure, on a dense domain, the histogram), so that records streamed to
+    a file need not be held to be scored.
+
+    >>> from fastmwem.data import Domain
+    >>> from fastmwem.workloads import Marginals
+    >>> w = Marginals.all_kway(Domain(["a", "b"], [2, 3]), 1)
+    >>> counts = RecordCounts(w)
+    >>> counts.add(np.array([[0, 2], [1, 2]]))
+    >>> counts.answers().tolist()
+    [0.5, 0.5, 0.0, 0.0, 1.0]
+    """
+
+    def __init__(self, workload: LinearWorkload) -> None:
+        self.workload = workload
+        self.rows = 0
+        shape = workload.domain.shape
+        own = getattr(workload, "group_attributes", None)
+        axes = None if own is None else [own(g) for g in range(int(workload.n_groups))]
+        if axes is None or any(a is None for a in axes):
+            self._axes_of = None
+            self._tables = {(): np.zeros(workload.domain.size)}
+            self._shapes = {(): (workload.domain.size,)}
+            self._axes = {(): tuple(range(len(shape)))}
+        else:
+            self._axes_of = [tuple(a) for a in axes]
+            distinct = sorted(set(self._axes_of))
+            self._shapes = {a: tuple(shape[i] for i in a) for a in distinct}
+            self._tables = {a: np.zeros(int(np.prod(self._shapes[a]))) for a in distinct}
+            self._axes = {a: a for a in distinct}
+
+    def add(self, codes: np.ndarray) -> None:
+        """Count a block of records (rows of integer codes in the domain's column order)."""
+        codes = np.asarray(codes)
+        shape = self.workload.domain.shape
+        for key, table in self._tables.items():
+            axes = self._axes[key]
+            cells = np.ravel_multi_index(tuple(codes[:, a] for a in axes),
+                                         [shape[a] for a in axes])
+            table += np.bincount(cells, minlength=table.size)
+        self.rows += len(codes)
+
+    def answers(self) -> np.ndarray:
+        """The workload's answers on the records counted, as fractions of them."""
+        rows = max(self.rows, 1)
+        if self._axes_of is None:
+            return self.workload.answer(self._tables[()]) / rows
+        out = np.empty(int(self.workload.n_queries))
+        offsets = np.asarray(self.workload.group_offsets)
+        for g, axes in enumerate(self._axes_of):
+            table = self._tables[axes].reshape(self._shapes[axes])
+            out[offsets[g]:offsets[g + 1]] = self.workload.answer_on_marginal(g, table)
+        return out / rows

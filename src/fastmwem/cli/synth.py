@@ -29,6 +29,7 @@ from fastmwem.cli._sources import (
 from fastmwem.data import Domain
 from fastmwem.data.sources import MarginalSource
 from fastmwem.evaluation import (
+    RecordCounts,
     answer_error,
     relative_entropy,
     relative_entropy_of_records,
@@ -277,14 +278,20 @@ def run(args: argparse.Namespace) -> int:
     rows = _rows(choices.record_count) if args.rows is None else args.rows
     if args.rows is None:
         _warn_if_noisy_count(choices.record_count, choices, args.privacy)
+    counted = RecordCounts(workload) if args.evaluate else None
     blocks = result.sample_chunks(rows, rng=None if args.seed is None else args.seed + 1,
-                                  sampling=args.sampling)
+                                  sampling=args.sampling, decode=counted is None)
+    if counted is not None:
+        blocks = _counting(blocks, counted, result)
     if show_progress:
         blocks = _with_progress(blocks, rows)
 
-    evaluation = _evaluate(dataset, result, workload) if args.evaluate else None
+    scored = _evaluate(dataset, result, workload) if args.evaluate else None
+    evaluation = None if scored is None else scored[0]
     with staged_outputs() as outputs:
         write_records(outputs, blocks, args.out, "--out")
+        if scored is not None:
+            evaluation = {**scored[0], **_records_error(scored[1], counted, workload)}
         if args.report:
             outputs.write_json(_report(args, spec, result, choices, rows, evaluation),
                                args.report, "--report")
@@ -387,7 +394,8 @@ def _options(args: argparse.Namespace) -> dict[str, object]:
 
 
 def _evaluate(dataset: MarginalSource, result: MWEMResult, workload: LinearWorkload
-              ) -> dict[str, float]:
+              ) -> tuple[dict[str, float], np.ndarray]:
+    """The model's errors against the real data, and the real answers (fractions)."""
     if result.model is not None:
         # A factored model: the real data as marginals, the synthetic answers by inference.
         true = answers_from_marginals(workload, dataset) / len(dataset)
@@ -396,9 +404,26 @@ def _evaluate(dataset: MarginalSource, result: MWEMResult, workload: LinearWorkl
         if records is not None:  # an engine's table is never read into memory record by record
             evaluation["relative_entropy"] = relative_entropy_of_records(
                 records, result.model.log_probability)  # type: ignore[attr-defined]
-        return evaluation
+        return evaluation, true
     true_hist = dataset.histogram()
     evaluation = workload_error(true_hist, result.histogram, workload)  # type: ignore[arg-type]
     evaluation["relative_entropy"] = relative_entropy(true_hist, result.histogram)  # type: ignore[arg-type]
-    return evaluation
+    return evaluation, workload.answer(true_hist) / max(float(true_hist.sum()), 1.0)
+
+
+def _counting(blocks: Iterator[pd.DataFrame], counted: RecordCounts, result: MWEMResult
+              ) -> Iterator[pd.DataFrame]:
+    """Count each block of codes, then pass it on decoded as ``sample_chunks`` would have."""
+    for frame in blocks:
+        counted.add(frame.to_numpy())
+        yield frame if result.schema is None else result.schema.decode(frame)
+
+
+def _records_error(true: np.ndarray, counted: RecordCounts | None, workload: LinearWorkload
+                   ) -> dict[str, float]:
+    """The written records' errors (the model's are the other keys), prefixed ``records_``."""
+    if counted is None or counted.rows == 0:
+        return {}
+    error = answer_error(true, counted.answers(), workload)
+    return {f"records_{k}": error[k] for k in ("mean_group_l1", "max_group_l1")}
 
