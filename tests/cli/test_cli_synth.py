@@ -353,3 +353,26 @@ def test_evaluate_scores_factored_records_written_in_blocks(tmp_path, capsys, mo
         written_records_error(out, domain, "marginals:2", real), rel=1e-9)
     # matched records answer the workload close to the model (within rounding of 2,000 rows)
     assert abs(evaluation["records_mean_group_l1"] - evaluation["mean_group_l1"]) < 0.02
+
+
+@pytest.mark.parametrize("rows, given, used, note", [
+    (400, None, "matched", False),
+    (600, None, "systematic", True),
+    (600, "matched", "matched", False),
+    (400, "independent", "independent", False),
+])
+def test_default_sampling_matches_up_to_a_row_count(coded_csv, tmp_path, capsys, monkeypatch,
+                                                    rows, given, used, note):
+    from fastmwem.release import _sampling
+
+    monkeypatch.setattr(_sampling, "AUTO_MATCH_ROWS", 500)
+    csv, domain = coded_csv
+    out, report = tmp_path / "syn.csv", tmp_path / "report.json"
+    argv = ["synth", csv, "--domain", domain, "--epsilon", 1, "--out", out, "--rounds", 3,
+            "--seed", 2, "--rows", rows, "--report", report]
+    code, _, err = run(argv + ([] if given is None else ["--sampling", given]), capsys)
+    assert code == 0, err
+    payload = json.loads(report.read_text())["command"]
+    assert payload["sampling"] == used
+    assert payload["sampling_chosen"] == ("default" if given is None else "given")
+    assert ("written systematically, not matched" in err) is note

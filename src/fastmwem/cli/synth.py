@@ -36,7 +36,7 @@ from fastmwem.evaluation import (
     workload_error,
 )
 from fastmwem.release._private import answers_from_marginals
-from fastmwem.release._sampling import SAMPLING_METHODS
+from fastmwem.release._sampling import AUTO_MATCH_ROWS, SAMPLING_METHODS, default_sampling
 from fastmwem.release.defaults import (
     AUTO_REUSE_PASSES,
     MAX_DEFAULT_ROUNDS,
@@ -117,12 +117,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="number of synthetic records (default: the noisy record count, "
                              "at least 1); written in blocks, checked against the free disk "
                              "space")
-    parser.add_argument("--sampling", choices=list(SAMPLING_METHODS), default="matched",
+    parser.add_argument("--sampling", choices=list(SAMPLING_METHODS), default=None,
                         help="how records are drawn from the synthetic distribution: "
-                             "matched (default: systematic records whose values are then moved "
-                             "until their workload marginals are the model's, to rounding), "
+                             "matched (systematic records whose values are then moved until "
+                             "their workload marginals are the model's, to rounding), "
                              "systematic (every cell's count within one of its expectation, "
-                             "each record a draw from the model) or independent draws")
+                             "each record a draw from the model) or independent draws "
+                             f"(default: matched up to {AUTO_MATCH_ROWS:,} rows, else "
+                             "systematic)")
     parser.add_argument("--seed", type=int, default=None,
                         help="seed for reproducible runs, for tests only: anyone who knows it can "
                              "remove the noise, so a seeded run is NOT private (default: OS "
@@ -278,9 +280,14 @@ def run(args: argparse.Namespace) -> int:
     rows = _rows(choices.record_count) if args.rows is None else args.rows
     if args.rows is None:
         _warn_if_noisy_count(choices.record_count, choices, args.privacy)
+    sampling = args.sampling or default_sampling(rows)
+    if args.sampling is None and sampling != "matched":
+        print(f"fastmwem synth: note: {rows:,} rows are written systematically, not matched "
+              "to the model (matching costs about 44 s per 10^6 rows); give --sampling matched "
+              "to match them anyway", file=sys.stderr)
     counted = RecordCounts(workload) if args.evaluate else None
     blocks = result.sample_chunks(rows, rng=None if args.seed is None else args.seed + 1,
-                                  sampling=args.sampling, decode=counted is None)
+                                  sampling=sampling, decode=counted is None)
     if counted is not None:
         blocks = _counting(blocks, counted, result)
     if show_progress:
@@ -293,7 +300,7 @@ def run(args: argparse.Namespace) -> int:
         if scored is not None:
             evaluation = {**scored[0], **_records_error(scored[1], counted, workload)}
         if args.report:
-            outputs.write_json(_report(args, spec, result, choices, rows, evaluation),
+            outputs.write_json(_report(args, spec, result, choices, rows, sampling, evaluation),
                                args.report, "--report")
     elapsed = time.perf_counter() - started
     if result.updates_skipped:
@@ -356,7 +363,8 @@ def _with_progress(blocks: Iterator[pd.DataFrame], rows: int) -> Iterator[pd.Dat
 
 
 def _report(args: argparse.Namespace, spec: str, result: MWEMResult, choices: MWEMChoices,
-            rows: int, evaluation: dict[str, float] | None) -> dict[str, object]:
+            rows: int, sampling: str, evaluation: dict[str, float] | None
+            ) -> dict[str, object]:
     """The run's report; it never holds the seed (only whether there was one)."""
     report = result.report()
     report["command"] = {
@@ -373,7 +381,8 @@ def _report(args: argparse.Namespace, spec: str, result: MWEMResult, choices: MW
         "noise_test": choices.noise_test,
         "rows_written": rows,
         "rows_chosen": _chosen(args.rows),
-        "sampling": args.sampling,
+        "sampling": sampling,
+        "sampling_chosen": _chosen(args.sampling),
         **_options(args),
         "reuse_passes": choices.reuse_passes,
         "reuse_passes_chosen": _chosen(args.reuse_passes),
