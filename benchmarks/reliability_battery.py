@@ -753,16 +753,20 @@ def register_cli_synth() -> None:
         lambda c: c.cli("synth", "--demo", "--epsilon", "1"), "--out")
 
     # resource bounds: 2^26 cells (only the refusal; the memory limit keeps it from running)
-    def wide(ctx: Ctx, columns: int) -> CLIRun:
+    def wide(ctx: Ctx, columns: int, workload: str = "counting:25") -> CLIRun:
         sizes = {f"x{i}": 2 for i in range(columns)}
         csv, domain = codes_table(ctx, sizes, rows=50)
         return ctx.cli("synth", csv, "--domain", domain, "--epsilon", "1", "--out",
-                       ctx.path("out.csv"), "--workload", "marginals:1", "--no-progress")
+                       ctx.path("out.csv"), "--workload", workload, "--no-progress")
 
+    # Counting queries have no marginal structure, so only a dense model could run them; a
+    # marginal workload on the same tables runs a factored model (the valid cases below).
     bad("synth_2_26_cells_limited_memory", area, lambda c: wide(c, 26), ("memory", "GB"),
         env={"FASTMWEM_MEMORY_LIMIT": "2G"})
     bad("synth_2_27_cells", area, lambda c: wide(c, 27), ("cells", "limit"))
     bad("synth_2_40_cells", area, lambda c: wide(c, 40), ("cells", "limit"))
+    good("synth_2_40_cells_marginals_factored", "valid cli",
+         lambda c: wide(c, 40, "marginals:1").err[-120:])
 
     # schema files
     def schema_case(schema: dict | str | bytes, body: str | None = None) -> Callable[[Ctx], CLIRun]:
@@ -1236,9 +1240,17 @@ def register_api_release() -> None:
         return quiet(lambda: mwem(dataset, Marginals.all_kway(wide, 1), epsilon=1.0, rounds=5,
                                   rng=np.random.default_rng(0), accountant=ctx.acc(), **kwargs))
 
+    # model="dense" asked for; by itself ("auto") mwem runs these factored (valid cases below)
     bad("mwem_2_26_cells_memory_limit", area,
-        lambda c: wide_mwem(c, 26, memory_limit=2**31), ("memory", "GB"))
-    bad("mwem_2_27_cells", area, lambda c: wide_mwem(c, 27), ("cells", "limit"))
+        lambda c: wide_mwem(c, 26, memory_limit=2**31, model="dense"), ("memory", "GB"))
+    bad("mwem_2_27_cells", area, lambda c: wide_mwem(c, 27, model="dense"), ("cells", "limit"))
+    def wide_auto(ctx: Ctx) -> str:
+        result = wide_mwem(ctx, 27)
+        kind = "dense" if result.model is None else result.model.kind  # type: ignore[attr-defined]
+        ctx.check(kind == "junction-tree", f"model {kind!r} on 2^27 cells")
+        return kind
+
+    good("mwem_2_27_cells_auto_factored", "valid api", wide_auto)
 
     def resources_2_26(ctx: Ctx) -> str:
         wide = Domain([f"x{i}" for i in range(26)], [2] * 26)
