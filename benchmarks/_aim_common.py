@@ -7,6 +7,7 @@ and its peak resident memory come from the kernel's accounting of that one proce
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -14,8 +15,9 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -80,28 +82,52 @@ def mean_marginal_l1(data: Dataset, estimate: Callable[[tuple[str, ...]], np.nda
     return float(np.mean(errors))
 
 
+@contextlib.contextmanager
+def _terminate_raises() -> Iterator[None]:
+    """Within the block, SIGTERM raises SystemExit (so cleanup runs) in the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def run_child(argv: Sequence[str], timeout: float | None) -> dict[str, object]:
     """Run ``argv`` as a child process; its CPU seconds, wall seconds and peak RSS.
 
-    The child runs in its own session, so a timeout ends it and everything it started.
+    The child runs in its own session, so a timeout ends it and everything it started; so
+    does this process being interrupted or sent SIGTERM (the child, in another session, would
+    not get the signal and would run on, orphaned, for an hour or more of AIM).
     Returns ``status`` ("ok", "failed" or "timeout"), ``returncode``, ``cpu_seconds``,
     ``wall_seconds``, ``peak_rss_mb`` and the tail of its stderr.
     """
-    with tempfile.TemporaryFile() as err:
+    with tempfile.TemporaryFile() as err, _terminate_raises():
         started = time.perf_counter()
         proc = subprocess.Popen(list(argv), stdout=subprocess.DEVNULL, stderr=err,
                                 start_new_session=True)
         timed_out = False
-        while True:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                break
-            if timeout is not None and time.perf_counter() - started > timeout:
-                os.killpg(proc.pid, signal.SIGKILL)
-                _, status, usage = os.wait4(proc.pid, 0)
-                timed_out = True
-                break
-            time.sleep(0.5)
+        try:
+            while True:
+                pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+                if pid:
+                    break
+                if timeout is not None and time.perf_counter() - started > timeout:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    _, status, usage = os.wait4(proc.pid, 0)
+                    timed_out = True
+                    break
+                time.sleep(0.5)
+        except BaseException:
+            os.killpg(proc.pid, signal.SIGKILL)
+            os.wait4(proc.pid, 0)
+            raise
         wall = time.perf_counter() - started
         proc.returncode = os.waitstatus_to_exitcode(status)  # already reaped by wait4
         err.seek(0)
