@@ -109,6 +109,13 @@ def test_bad_arguments_are_refused():
     with pytest.raises(ValueError, match="passes"):
         match_marginals(np.zeros((3, 2), dtype=np.int64), (2, 2), [(0, 1)], marginal,
                         np.random.default_rng(0), passes=-1)
+    for sets in ([(1, 0)], [(0, 0)], [(0, 2)], [()]):
+        with pytest.raises(ValueError, match="ascending"):
+            match_marginals(np.zeros((3, 2), dtype=np.int64), (2, 2), sets, marginal,
+                            np.random.default_rng(0))
+    with pytest.raises(ValueError, match="columns"):
+        match_marginals(np.zeros((3, 3), dtype=np.int64), (2, 2), [(0, 1)], marginal,
+                        np.random.default_rng(0))
     empty = np.zeros((0, 2), dtype=np.int64)
     assert match_marginals(empty, (2, 2), [(0, 1)], marginal, np.random.default_rng(0)) == 0
 

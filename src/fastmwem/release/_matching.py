@@ -144,6 +144,12 @@ def match_marginals(codes: np.ndarray, shape: Sequence[int], sets: Sequence[tupl
         raise ValueError("codes must be a C-contiguous 2-d int64 array (changed in place)")
     check_int(passes, "passes", minimum=0)
     check_int(candidates, "candidates", minimum=1)
+    if codes.shape[1] != len(shape):
+        raise ValueError(f"codes have {codes.shape[1]} columns for {len(shape)} attributes")
+    for s in sets:
+        if not (len(s) and list(s) == sorted(set(s)) and 0 <= s[0] and s[-1] < len(shape)):
+            raise ValueError(f"each set must be distinct attribute positions in ascending "
+                             f"order, got {s!r}")
     n = codes.shape[0]
     if n == 0 or not sets or passes == 0:
         return 0
