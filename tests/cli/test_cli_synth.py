@@ -376,3 +376,5 @@ def test_default_sampling_matches_up_to_a_row_count(coded_csv, tmp_path, capsys,
     assert payload["sampling"] == used
     assert payload["sampling_chosen"] == ("default" if given is None else "given")
     assert ("written systematically, not matched" in err) is note
+    chosen = "default" if given is None else "given"
+    assert f"{used} records ({chosen})" in err  # the summary line says how they were drawn

@@ -309,7 +309,7 @@ def run(args: argparse.Namespace) -> int:
               "output is that start, not fitted to the data", file=sys.stderr)
     print(f"wrote {rows} synthetic records to {args.out} ({_guarantee(args)}, workload "
           f"{spec} ({_chosen(args.workload)}), {choices.rounds} round{'s' * (choices.rounds != 1)} "
-          f"({_chosen(args.rounds)})"
+          f"({_chosen(args.rounds)}), {sampling} records ({_chosen(args.sampling)})"
           f", {elapsed:.1f} s)", file=sys.stderr)
     if evaluation is not None:
         print("NOT PRIVATE evaluation against the real data: "
