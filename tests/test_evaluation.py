@@ -39,3 +39,25 @@ def test_relative_entropy_of_records_equals_the_histogram_one():
     assert relative_entropy_of_records(records, log_probability) == pytest.approx(
         relative_entropy(counts.astype(float), synthetic))
     assert relative_entropy_of_records(records, lambda rows: np.full(len(rows), -np.inf)) == np.inf
+
+
+def test_record_counts_answer_like_the_histogram_and_refuse_huge_dense_domains():
+    from types import SimpleNamespace
+
+    from fastmwem.evaluation import RecordCounts
+    from fastmwem.workloads import RandomCountingQueries
+
+    domain = Domain(["a", "b", "c"], [2, 3, 4])
+    rng = np.random.default_rng(0)
+    codes = np.stack([rng.integers(0, k, 200) for k in domain.shape], axis=1)
+    histogram = np.bincount(np.ravel_multi_index(tuple(codes.T), domain.shape),
+                            minlength=domain.size).astype(float)
+    for workload in (Marginals.all_kway(domain, 2), RandomCountingQueries(domain, 7, rng=1)):
+        counts = RecordCounts(workload)
+        counts.add(codes[:120])
+        counts.add(codes[120:])  # block by block
+        np.testing.assert_allclose(counts.answers(), workload.answer(histogram) / 200)
+    # a workload without marginal structure (no group_attributes) on a domain past the limit
+    wide = SimpleNamespace(domain=Domain([f"x{i}" for i in range(30)], [2] * 30), n_groups=3)
+    with pytest.raises(ValueError, match="dense limit"):
+        RecordCounts(wide)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from fastmwem.data.domain import check_dense
 from fastmwem.workloads.base import LinearWorkload, check_histogram
 
 __all__ = ["workload_error", "answer_error", "relative_entropy", "relative_entropy_of_records",
@@ -108,6 +109,8 @@ class RecordCounts:
         own = getattr(workload, "group_attributes", None)
         axes = None if own is None else [own(g) for g in range(int(workload.n_groups))]
         if axes is None or any(a is None for a in axes):
+            check_dense(workload.domain.size, "counting records without marginal structure "
+                        "needs a histogram: the domain")
             self._axes_of = None
             self._tables = {(): np.zeros(workload.domain.size)}
             self._shapes = {(): (workload.domain.size,)}
