@@ -42,8 +42,16 @@ def test_noise_scale_beyond_the_float_range_is_refused(make):
 
 
 def test_smallest_normal_epsilon_is_accepted_where_the_scale_is_finite():
-    Laplace(epsilon=2.3e-308 * 64)
     ExponentialMechanism(epsilon=2.3e-308).select([0.0, 1.0], rng=0)
+
+
+@pytest.mark.parametrize("epsilon", [2.3e-308 * 64, 1e-100, 2.0**-57])
+def test_laplace_refuses_a_scale_it_cannot_sample_exactly(epsilon):
+    # The exact sampler draws scales up to 2**56; the refusal comes before any charge.
+    acc = Accountant(epsilon=1)
+    with pytest.raises(ValueError, match="above 2\\*\\*56"):
+        Laplace(epsilon=epsilon).release(0.0, rng=0, accountant=acc)
+    assert acc.ledger == ()
 
 
 def test_gamma_top_k_refuses_before_the_charge():
@@ -60,19 +68,23 @@ def test_pnf_peel_returns_distinct_items_at_tiny_epsilon(epsilon):
         assert len(set(out.tolist())) == 3
 
 
-@pytest.mark.parametrize("epsilon", [1e-300, 1e-100])
-def test_laplace_output_is_finite_at_tiny_epsilon(epsilon):
-    out = Laplace(epsilon=epsilon).release(np.zeros(10_000), rng=1)
+@pytest.mark.parametrize(("integer", "epsilon"), [(False, 2.0**-35), (True, 2.0**-55)])
+def test_laplace_output_is_finite_at_the_largest_scale(integer, epsilon):
+    # a real value's noise is drawn in grid steps (here 2**-20 for 1,000 entries of
+    # sensitivity 1), and a noisy value saturates at 2**53 steps (post-processing)
+    out = Laplace(epsilon=epsilon, integer=integer).release(np.zeros(1_000), rng=1)
     assert np.all(np.isfinite(out))
+    assert np.abs(out).max() > 1e9  # the noise really is that large
 
 
-def test_laplace_output_stays_finite_near_the_float_range():
-    # A value near the largest float plus noise of scale 2e306 overflowed to +-inf about once in
-    # 200 draws. The output saturates at the largest float instead (post-processing).
-    top = np.finfo(np.float64).max
-    out = Laplace(epsilon=5e-307).release(np.array([1.7e308, -1.7e308] * 2000), rng=0)
-    assert np.all(np.isfinite(out))
-    assert np.any(np.abs(out) == top)  # some draws did saturate
+def test_laplace_refuses_values_beyond_its_grid_before_the_charge():
+    # Values are rounded to a grid of 2**-10 sensitivity per entry, within 2**52 steps; beyond,
+    # they are refused (naming the bound, never the value) rather than saturated silently.
+    acc = Accountant(epsilon=1)
+    with pytest.raises(ValueError, match="2\\*\\*52 steps") as info:
+        Laplace(epsilon=1.0).release(np.array([1.7e308, 12345.678]), rng=0, accountant=acc)
+    assert acc.ledger == ()
+    assert "1.7" not in str(info.value) and "12345" not in str(info.value)
 
 
 # -- Geometric on int64 ------------------------------------------------------------------------

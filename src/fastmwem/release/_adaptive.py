@@ -14,7 +14,7 @@ import numpy as np
 from fastmwem.accounting import Accountant
 from fastmwem.data.domain import Domain
 from fastmwem.release._model import selectable
-from fastmwem.release._privacy import measure_event, measurement
+from fastmwem.release._privacy import integer_valued, measure_event, measurement
 from fastmwem.release._rounds import (
     Measurement,
     Run,
@@ -60,7 +60,8 @@ class AdaptiveRun:
     # -- one measurement ---------------------------------------------------------------------------
     def _measure(self, group: int, share: float, rng: np.random.Generator) -> tuple[object, Measurement]:
         setup, workload = self.run.setup, self.workload
-        mech = measurement(self.config.privacy, share, float(setup.sensitivities[group]))  # type: ignore[attr-defined]
+        mech = measurement(self.config.privacy, share, float(setup.sensitivities[group]),  # type: ignore[attr-defined]
+                           integer=integer_valued(workload))
         queries = workload.group_queries(group)
         values = np.atleast_1d(np.asarray(
             mech.release(self.chooser.true_answers(queries), rng=rng), dtype=np.float64))  # type: ignore[attr-defined]

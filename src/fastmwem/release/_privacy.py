@@ -86,15 +86,20 @@ def check_zcdp_workload(workload: LinearWorkload) -> None:
             f"queries, parities); {type(workload).__name__} is not known to")
 
 
-def measurement(privacy: str, share: float, sensitivity: float) -> Laplace | DiscreteGaussian:
+def measurement(privacy: str, share: float, sensitivity: float, *,
+                integer: bool = True) -> Laplace | DiscreteGaussian:
     """The measurement mechanism of one share: Laplace at epsilon ``share`` (pure DP), or the
     discrete Gaussian at rho ``share`` (zCDP), for answers of (L1 resp. L2) ``sensitivity``.
+
+    Both are sampled exactly: under pure DP, integer answers (``integer``, public: counts, or
+    a workload of :func:`integer_valued`) get integer noise, other answers are rounded to a
+    public grid first (see :class:`~fastmwem.mechanisms.Laplace`).
 
     A group's L1 sensitivity bounds its L2 one, so it calibrates the Gaussian too (a marginal's
     are both 1).
     """
     if privacy == "pure":
-        return Laplace(epsilon=share, sensitivity=sensitivity)
+        return Laplace(epsilon=share, sensitivity=sensitivity, integer=integer)
     return DiscreteGaussian(rho=Fraction(share), sensitivity=sensitivity)
 
 

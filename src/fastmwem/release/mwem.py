@@ -55,6 +55,7 @@ from fastmwem.release._privacy import (
     check_zcdp_workload,
     default_accountant,
     guarantee,
+    integer_valued,
     measurement,
     plan_total,
 )
@@ -663,6 +664,7 @@ def _run(private: PrivateView, workload: LinearWorkload, domain: Domain, config:
     private.release()  # the chooser keeps what its rounds need (all answers, or the histogram)
 
     run = Run(state, setup, noise_test=config.noise_test, measure_epsilon=split["measure"])
+    integer = integer_valued(workload)  # public: integer answers get integer noise
     available = setup.candidates.copy()
     trace: list[RoundRecord] = []
     iterates = np.zeros(domain.size) if config.output == "average" else None
@@ -674,7 +676,7 @@ def _run(private: PrivateView, workload: LinearWorkload, domain: Domain, config:
             available[choice] = False
         queries = workload.group_queries(choice) if setup.group_mode else slice(choice, choice + 1)
         measure = measurement(config.privacy, split["measure"],
-                              float(setup.sensitivities[choice]))
+                              float(setup.sensitivities[choice]), integer=integer)
         values = np.atleast_1d(np.asarray(measure.release(chooser.true_answers(queries), rng=rng),
                                           dtype=np.float64))
         run.measurements.append(Measurement(choice, queries, values))

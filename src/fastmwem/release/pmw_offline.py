@@ -270,7 +270,8 @@ def _run(dataset: object, workload: object, domain: object, config: OfflinePMWCo
          accountant: Accountant, schema: object) -> MWEMResult:
     true_hist = np.asarray(dataset.histogram(), dtype=np.float64)  # type: ignore[attr-defined]
     if config.total is None:
-        noisy = Laplace(epsilon=config.count_epsilon()).release(float(true_hist.sum()), rng=rng)
+        noisy = Laplace(epsilon=config.count_epsilon(), integer=True).release(
+            float(true_hist.sum()), rng=rng)
         total = max(float(noisy), 1.0)
     else:
         total = float(config.total)

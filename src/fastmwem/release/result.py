@@ -207,14 +207,15 @@ class MWEMResult:
             "privacy": self._privacy_record(),
             "domain": self.domain.to_dict(),
             "model": self._model_record(),
-            "record_count": self.total,
+            # rounded: the released count is post-processing of integer measurements
+            "record_count": int(round(self.total)),
             "updates_skipped": self.updates_skipped,
             "rounds": [
                 {
                     "round": r.round,
                     "selected": r.selected,
                     "description": r.description,
-                    "measurement": [float(v) for v in m],
+                    "measurement": [released_number(v) for v in m],
                     "epsilon_select": r.epsilon_select,
                     "epsilon_measure": r.epsilon_measure,
                     **({} if r.rho_measure is None else {"rho_measure": r.rho_measure}),
@@ -238,3 +239,13 @@ class MWEMResult:
             return {"kind": "dense"}
         return {"kind": self.model.kind,
                 "cliques": [list(c) for c in self.model.cliques]}  # type: ignore[attr-defined]
+
+
+def released_number(value: object) -> int | float:
+    """A noisy value as JSON writes it: an ``int`` when it is one (integer noise), else a float.
+
+    >>> released_number(3.0), released_number(0.5)
+    (3, 0.5)
+    """
+    number = float(value)  # type: ignore[arg-type]
+    return int(number) if number.is_integer() else number
