@@ -4,7 +4,9 @@ Every check runs before any randomness or budget is used and raises a ``ValueErr
 ``TypeError`` for a wrong type) naming the argument. Checks against the data (a width below the
 data's observable width, entries outside a public bound) read private values: a refusal reveals
 that the public bound was wrong about the data, so public bounds should come from public
-knowledge, never from the data itself.
+knowledge, never from the data itself. A message names the argument and the public bound or rule
+that fails, never a value read from the data: no entry, position, minimum or maximum, width, row
+count or shape of the private arrays.
 """
 
 from __future__ import annotations
@@ -35,21 +37,26 @@ BLOCK = 65536
 
 
 def _finite(arr: np.ndarray, name: str) -> np.ndarray:
-    """``arr`` as float32 (kept) or float64, refusing NaN and infinities by position."""
+    """``arr`` as float32 (kept) or float64, refusing NaN and infinities (not saying where)."""
     out = arr if arr.dtype in (np.float32, np.float64) else arr.astype(np.float64)
-    bad = ~np.isfinite(out)
-    if bad.any():
-        pos = tuple(int(p) for p in np.argwhere(bad)[0])
-        where = ", ".join(map(str, pos))
-        raise ValueError(f"{name} must be finite: {name}[{where}] = {out[pos]}")
+    if not bool(np.isfinite(out).all()):
+        raise ValueError(f"{name} must be finite: it holds a NaN or an infinity")
     return out
 
 
+def _array(values: object, name: str) -> np.ndarray:
+    """``real_matrix`` with numpy's message on ragged input (it quotes shapes) left out."""
+    try:
+        return real_matrix(values, name)
+    except ValueError:
+        raise ValueError(f"{name} must be a rectangular array of real numbers") from None
+
+
 def _matrix(values: object, name: str, columns: int | None) -> np.ndarray:
-    arr = real_matrix(values, name)
+    arr = _array(values, name)
     if arr.ndim != 2:
-        raise ValueError(f"{name} must be a 2-D array (one row per constraint), got shape "
-                         f"{arr.shape}")
+        raise ValueError(f"{name} must be a 2-D array (one row per constraint), got a "
+                         f"{arr.ndim}-D array")
     if columns is not None and arr.shape[1] != columns:
         raise ValueError(f"{name} must have {columns} columns (one per variable), got "
                          f"{arr.shape[1]}")
@@ -57,11 +64,11 @@ def _matrix(values: object, name: str, columns: int | None) -> np.ndarray:
 
 
 def _vector(values: object, name: str, length: int | None, what: str) -> np.ndarray:
-    arr = real_matrix(values, name)
+    arr = _array(values, name)
     if arr.ndim != 1:
-        raise ValueError(f"{name} must be 1-D, got shape {arr.shape}")
-    if length is not None and arr.size != length:
-        raise ValueError(f"{name} must have length {length} ({what}), got {arr.size}")
+        raise ValueError(f"{name} must be 1-D, got a {arr.ndim}-D array")
+    if length is not None and arr.size != length:  # lengths are row counts: never quoted
+        raise ValueError(f"{name} must have {what}")
     return _finite(arr, name).astype(np.float64, copy=False)
 
 
@@ -105,7 +112,7 @@ def check_lp(c: object | None, A_ub: object, b_ub: object, A_lb: object = None,
         d = a.shape[1]
         if d == 0:
             raise ValueError(f"{a_name} must have at least one column (one per variable)")
-        b = _vector(b_val, b_name, a.shape[0], f"one per row of {a_name}")
+        b = _vector(b_val, b_name, a.shape[0], f"one entry per row of {a_name}")
         blocks_a.append(a if sign > 0 else -a)
         blocks_b.append(b if sign > 0 else -b)
     if not blocks_a:
@@ -149,11 +156,14 @@ def check_rounds(rounds: object, n_experts: float, what: str) -> int:
 
 
 def check_density(density: object, m: int) -> float:
-    """The density ``s`` of the dense distributions: a number in [1, m]."""
+    """The density ``s`` of the dense distributions: a number in [1, m].
+
+    ``m`` (the number of constraints) is private under constraint privacy: the message names the
+    rule, not ``m``.
+    """
     s = check_positive(density, "density")
     if not 1.0 <= s <= m:
-        raise ValueError(f"density must lie in [1, m] = [1, {m}] (m = number of constraints), "
-                         f"got {s}")
+        raise ValueError(f"density must lie in [1, m] (m = the number of constraints), got {s}")
     return s
 
 
@@ -174,12 +184,13 @@ def row_width(A: np.ndarray, b: np.ndarray, scale: np.ndarray | None = None) -> 
 
 
 def check_width(width: object, observable: float, what: str) -> float:
-    """A public width, refused when it is below the width the data shows (``observable``)."""
+    """A public width, refused when it is below the width the data shows (``observable``, which
+    is private: the message never quotes it)."""
     if width is None:
         raise ValueError(f"width is required: a public bound on {what}; it is never computed "
                          "from the private data")
     w = check_positive(width, "width")
     if w < observable:
-        raise ValueError(f"width {w} is below the data's observable bound {observable:.6g} "
-                         f"({what}): the multiplicative-weights losses would leave [-1, 1]")
+        raise ValueError(f"width = {w} does not bound {what} on this data: the "
+                         "multiplicative-weights losses would leave [-1, 1]")
     return w

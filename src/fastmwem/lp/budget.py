@@ -16,6 +16,11 @@ Compositions (private-LP spec s.0):
 
 The tests get ``test_fraction`` of epsilon (of ``rho`` under zCDP), split evenly; the rounds get
 the rest.
+
+Epsilon is bounded by the public :data:`MAX_EPSILON`: past it a guarantee says nothing
+(``e**epsilon`` is beyond the float range from about 710 on), and the conversions' float
+arithmetic (squares of epsilon, ``exp`` of a round's epsilon) would leave the float range. A
+larger epsilon is refused before anything is charged.
 """
 
 from __future__ import annotations
@@ -35,13 +40,21 @@ from fastmwem.accounting import (
     advanced_composition,
     approx_dp_to_zcdp_budget,
     exact,
-    per_round_epsilon,
     zcdp_to_approx_dp,
 )
 
-__all__ = ["PrivacyPlan", "plan_privacy", "accountant_kind", "COMPOSITIONS"]
+__all__ = ["PrivacyPlan", "plan_privacy", "accountant_kind", "check_epsilon_bound",
+           "COMPOSITIONS", "MAX_EPSILON"]
 
 COMPOSITIONS = ("advanced", "zcdp", "basic")
+
+#: Largest epsilon of an LP solve. Every composition plans it within the float range.
+MAX_EPSILON = 1e6
+
+# A round's e0 that advanced composition fits in ``rest`` has T e0 (e^e0 - 1) <= rest; from
+# e0 = 1 on that forces e0 < rest / T, basic composition's value. So advanced composition can
+# only win below 1, and its bisection never looks past 1 (where e^e0 would soon overflow).
+_ADVANCED_CEILING = 1.0
 
 
 @dataclass(frozen=True)
@@ -85,6 +98,33 @@ def _largest_float(fits: Callable[[float], bool], start: float) -> float:
     return max(x, 0.0)
 
 
+def check_epsilon_bound(epsilon: float | Fraction) -> None:
+    """Refuse (ValueError) an epsilon above :data:`MAX_EPSILON` (or NaN), naming the bound.
+
+    Compared exactly: a ``Fraction`` beyond the float range is refused, not converted.
+    """
+    if not epsilon <= MAX_EPSILON:
+        raise ValueError(f"epsilon must be at most {MAX_EPSILON:,.0f} for an LP solve (a larger "
+                         "epsilon promises nothing, and its composition leaves the float range)")
+
+
+def _advanced_epsilon0(rest: float, rounds: int, delta: Fraction) -> float:
+    """The largest float ``e0`` in ``[0, 1]`` whose advanced composition over ``rounds`` is at
+    most ``rest``, by bisection (0 when none is); above 1 basic composition always wins."""
+    lo, hi = 0.0, min(rest, _ADVANCED_CEILING)
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if mid in (lo, hi):
+            break
+        if advanced_composition(mid, rounds, delta)[0] <= rest:
+            lo = mid
+        else:
+            hi = mid
+    if hi > lo and advanced_composition(hi, rounds, delta)[0] <= rest:
+        lo = hi
+    return lo
+
+
 def _dec(x: float) -> Fraction:
     """A float as the accountant reads it (its shortest decimal)."""
     return Fraction(repr(x))
@@ -117,7 +157,7 @@ def _plan_linear(total: Fraction, delta: Fraction, rounds: int, tests: int, test
     events = _test_events(eps_test, tests)
     if composition == "advanced":
         rest_float = _largest_float(lambda x: _dec(x) <= rest, float(rest))
-        eps0 = per_round_epsilon(rest_float, rounds, delta, method="advanced")
+        eps0 = _advanced_epsilon0(rest_float, rounds, delta)
         if eps0 > basic:
             composed, _ = advanced_composition(eps0, rounds, delta)
             label = (f"LP: {rounds} exponential-mechanism rounds at epsilon0 = {eps0!r} "
@@ -166,7 +206,8 @@ def plan_privacy(epsilon: float, delta: float, *, em_rounds: int, tests: int = 0
 
     Raises:
         ValueError: a composition the accountant cannot hold (only ``"zcdp"`` in a zCDP
-            accountant, only ``"basic"`` in a pure one), or one that needs delta without it.
+            accountant, only ``"basic"`` in a pure one), one that needs delta without it, or an
+            epsilon above :data:`MAX_EPSILON`.
 
     >>> plan = plan_privacy(1.0, 1e-6, em_rounds=200)
     >>> plan.composition, round(plan.epsilon0, 5)
@@ -175,6 +216,7 @@ def plan_privacy(epsilon: float, delta: float, *, em_rounds: int, tests: int = 0
     0.1
     """
     total = exact(epsilon, "epsilon")
+    check_epsilon_bound(total)
     d = exact(delta, "delta", allow_zero=True)
     if composition not in COMPOSITIONS:
         raise ValueError(f"composition must be one of {COMPOSITIONS}, got {composition!r}")

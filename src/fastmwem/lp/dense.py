@@ -23,7 +23,6 @@ shared weight differently on the two sides.
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -105,16 +104,16 @@ def run_dense(lp: DenseLP, select, *, target: float, density: float, eta: float,
     counts = np.zeros(lp.A.shape[1])
     trace = []
     for t in range(1, rounds + 1):
-        start = time.perf_counter()
         y = mwu.distribution()
         j = select(y, generator)
         counts[j] += 1
+        # b_i is row i's own offset (the experts are the rows), not a shift common to every
+        # expert: it stays, and neighbours' shared rows get bit-identical gains.
         mwu.update((lp.values(j, target) - lp.b) / width)
-        seconds = time.perf_counter() - start
         frac = worst = None
         if track:
             frac, worst = violation_summary(lp.A, lp.b, target / lp.c_pos * counts / t)
-        trace.append(LPRound(probe, t, int(j), seconds, frac, worst))
+        trace.append(LPRound(probe, t, int(j), frac, worst))
     return target / lp.c_pos * counts / rounds, trace
 
 

@@ -17,15 +17,15 @@ __all__ = ["LPResult", "LPRound", "LPProbe", "violation_summary", "total_event"]
 class LPRound:
     """One multiplicative-weights round.
 
-    ``selected`` (the constraint or vertex the exponential mechanism chose) and ``seconds`` are
-    what the private run released. ``violated_fraction`` and ``max_violation`` of the running
+    ``selected`` (the constraint or vertex the exponential mechanism chose) is what the private
+    run released. No wall time is kept: under the lazy and warm-start oracles a round's time
+    depends on the private data. ``violated_fraction`` and ``max_violation`` of the running
     average are diagnostics computed on the private data, present only with ``track=True``.
     """
 
     probe: int
     round: int
     selected: int
-    seconds: float
     violated_fraction: float | None = None
     max_violation: float | None = None
 
@@ -111,8 +111,8 @@ class LPResult:
             "status": self.status,
             "message": self.message,
             "probes": [vars(p).copy() for p in self.probes],
-            "rounds": [{"probe": r.probe, "round": r.round, "selected": r.selected,
-                        "seconds": r.seconds} for r in self.trace],
+            "rounds": [{"probe": r.probe, "round": r.round, "selected": r.selected}
+                       for r in self.trace],
         }
         if evaluate:
             out["violated_fraction"] = self.violated_fraction

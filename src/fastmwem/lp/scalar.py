@@ -7,8 +7,13 @@ is private, and neighbouring datasets have ``|b - b'|_inf <= sensitivity``.
 
 Each round plays ``x_t = softmax(logw)``, picks a constraint ``i_t`` by the exponential mechanism
 on the violations ``u_i = A_i x_t - b_i`` (score sensitivity ``sensitivity``: ``x_t`` depends only
-on earlier selections), and takes the loss ``(A_{i_t} - b_{i_t}) / width``. The output is the
-average iterate, post-processing of the selections. Classic selection (S1) scores every row; the
+on earlier selections), and takes the loss ``(A_{i_t} - mid(A_{i_t})) / width``. The textbook loss
+``(A_{i_t} - b_{i_t}) / width`` differs from it by a constant across the coordinates, which moves
+no weight of the softmax; but in floating point subtracting the private ``b_{i_t}`` would round
+differently for neighbouring ``b``, and the bits of ``x`` would tell them apart. The public
+midrange of the row keeps the loss in [-1, 1] (its half-range is at most ``width``) and makes
+``x`` a function of ``A``, ``width`` and the selections alone. The output is the average iterate,
+post-processing of the selections. Classic selection (S1) scores every row; the
 fast one (S2) runs the lazy exponential mechanism over an exact oracle on keys ``[A_i, -b_i]``
 with query ``[x_t, 1]``; both have exactly the exponential mechanism's law.
 """
@@ -16,7 +21,6 @@ with query ``[x_t, 1]``; both have exactly the exponential mechanism's law.
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -58,10 +62,11 @@ class ScalarRows:
         out[self.m:] = self.E @ x - self.f
         return out
 
-    def row(self, i: int) -> tuple[np.ndarray, float]:
+    def public_row(self, i: int) -> np.ndarray:
+        """Row ``i`` of ``[A; E]`` in float64, without its (private) right-hand side."""
         if i < self.m:
-            return np.asarray(self.A[i], dtype=np.float64), float(self.b[i])
-        return self.E[i - self.m], float(self.f[i - self.m])
+            return np.asarray(self.A[i], dtype=np.float64)
+        return np.asarray(self.E[i - self.m], dtype=np.float64)
 
 
 def scalar_selector(rows: ScalarRows, *, epsilon0: float, sensitivity: float, selection: str,
@@ -85,6 +90,11 @@ def scalar_selector(rows: ScalarRows, *, epsilon0: float, sensitivity: float, se
     return lambda x, g: lazy.select(np.concatenate([x, tail]), rng=g)
 
 
+def _centred(row: np.ndarray) -> np.ndarray:
+    """``row`` minus its midrange: a shift by a public constant (halves: no overflow)."""
+    return row - (0.5 * float(row.max()) + 0.5 * float(row.min()))
+
+
 def _softmax(logw: np.ndarray) -> np.ndarray:
     x = np.exp(logw - logw.max())
     return x / x.sum()
@@ -96,7 +106,9 @@ def run_primal(rows: ScalarRows, select: Selector, *, rounds: int, width: float,
     """Algorithm S1/S2's loop: ``rounds`` rounds of Hedge over the ``d`` coordinates.
 
     Returns the average iterate and the round records. The learning rate is
-    ``sqrt(ln d / T)``; losses ``(A_{i_t} - b_{i_t}) / width`` lie in [-1, 1].
+    ``sqrt(ln d / T)``; losses ``(A_{i_t} - mid(A_{i_t})) / width`` lie in [-1, 1]. They read
+    the selected row of ``A`` (or the public objective row) but never ``b`` (module docstring),
+    so the iterates, bit for bit, depend on the private data only through the selections.
     """
     d = rows.A.shape[1]
     eta = math.sqrt(math.log(d) / rounds)
@@ -104,17 +116,14 @@ def run_primal(rows: ScalarRows, select: Selector, *, rounds: int, width: float,
     total = np.zeros(d)
     trace = []
     for t in range(1, rounds + 1):
-        start = time.perf_counter()
         x = _softmax(logw)
         total += x
         i = select(x, generator)
-        row, offset = rows.row(i)
-        logw -= eta * (row - offset) / width
-        seconds = time.perf_counter() - start
+        logw -= eta * _centred(rows.public_row(i)) / width
         frac = worst = None
-        if track:  # a diagnostic on the private data, after the timing
+        if track:  # a diagnostic on the private data
             frac, worst = violation_summary(rows.A, rows.b, total / t)
-        trace.append(LPRound(probe, t, int(i), seconds, frac, worst))
+        trace.append(LPRound(probe, t, int(i), frac, worst))
     return total / rounds, trace
 
 

@@ -71,15 +71,16 @@ def _dense_setup(data: LPData, *, density, entry_bound, max_constraints, width, 
     t = check_rounds(_args.rounds(rounds), big_m / s, "max_constraints / density")
     sel = _args.selection(selection, index)
     spec = check_index_spec(index, data.m, scalar=False) if sel == "lazy" else None
+    # The refusals against the data name the public bound only: the row count, the entries'
+    # range and b's minimum are private.
     if data.m > big_m:
-        raise ValueError(f"max_constraints ({big_m}) is below the number of constraints "
-                         f"({data.m})")
-    low, high = float(A.min()), float(A.max())
-    if low < 0 or high > bound:
+        raise ValueError(f"max_constraints = {big_m} is below the number of constraints: it must "
+                         "be a public upper bound on the rows of A_ub")
+    if float(A.min()) < 0 or float(A.max()) > bound:
         raise ValueError(f"A_ub entries must lie in [0, entry_bound] = [0, {bound}] (a packing "
-                         f"LP with public entry bound), got range [{low}, {high}]")
+                         "LP with a public entry bound); some do not")
     if float(b.min()) < 0:
-        raise ValueError(f"b_ub must be >= 0 (a packing LP), got min {float(b.min())}")
+        raise ValueError("b_ub must be >= 0 (a packing LP); some entries are negative")
     observable = row_width(A, b, largest_target / -c)
     w = check_width(width, observable, "max |z A_ij / c'_j - b_i| at the largest target z")
     return _DenseSetup(DenseLP(A, b, -c), s, bound, big_m, w, t, sel, spec)

@@ -131,7 +131,7 @@ class WarmStartIndex(IndexBase):
                  brute_force_below: int = _SMALL, _stats: _KeyStats | None = None) -> None:
         main = real_matrix(A, "A")
         if main.ndim != 2 or main.shape[0] == 0 or main.shape[1] == 0:
-            raise ValueError(f"A must be a non-empty 2-D array, got shape {main.shape}")
+            raise ValueError("A must be a non-empty 2-D array (at least one row and one column)")
         super().__init__(main.shape[1] + 1, private=True)
         self._A = main if main.dtype in (np.float32, np.float64) else main.astype(np.float64)
         self._o = self._column(offsets, "offsets", main.shape[0])
@@ -168,8 +168,8 @@ class WarmStartIndex(IndexBase):
     @staticmethod
     def _column(values: object, name: str, length: int) -> np.ndarray:
         arr = real_matrix(values, name).astype(np.float64, copy=False)
-        if arr.shape != (length,):
-            raise ValueError(f"{name} must have shape ({length},), got {arr.shape}")
+        if arr.shape != (length,):  # the offsets hold b: no shapes or values in the message
+            raise ValueError(f"{name} must be 1-D with one entry per row of its keys")
         if not np.all(np.isfinite(arr)):
             raise ValueError(f"{name} must be finite")
         return arr
