@@ -10,19 +10,32 @@ The data owner (admin token): :meth:`Client.add_analyst`, :meth:`Client.set_budg
 raises :class:`ServiceError` with the server's message and HTTP status; a service that cannot be
 reached, or that breaks off a response, raises ``ConnectionError`` (an ``OSError``): retry it
 with the same ``request_id``.
+
+The token goes only to the origin (scheme, host and port) of ``url``: a redirect elsewhere is
+refused (:class:`RedirectRefused`), never followed with the token. No message repeats the token.
 """
 
 from __future__ import annotations
 
 import http.client
 import json
+import re
 import urllib.error
 import urllib.parse
 import urllib.request
 import uuid
 from typing import Any
 
-__all__ = ["Client", "ServiceError"]
+__all__ = ["Client", "ServiceError", "RedirectRefused", "TOKEN_RULE", "is_token"]
+
+TOKEN_RULE = "one line of URL-safe characters (letters, digits, '-', '_', '.', '~')"
+_TOKEN = re.compile(r"[A-Za-z0-9._~-]{1,512}")
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def is_token(text: str) -> bool:
+    """Whether ``text`` follows :data:`TOKEN_RULE` (what may go into an HTTP header as is)."""
+    return isinstance(text, str) and _TOKEN.fullmatch(text) is not None
 
 
 class ServiceError(Exception):
@@ -34,6 +47,42 @@ class ServiceError(Exception):
         self.message = message
 
 
+class RedirectRefused(ServiceError):
+    """The service redirected to another origin; the client did not follow (with its token)."""
+
+
+def _origin(url: str) -> tuple[str, str, int | None] | None:
+    parts = urllib.parse.urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:  # a malformed port: the same origin as nothing
+        return None
+    scheme = parts.scheme.lower()
+    return scheme, (parts.hostname or "").lower(), port or _DEFAULT_PORTS.get(scheme)
+
+
+def _show(origin: tuple[str, str, int | None] | None) -> str:
+    if origin is None:
+        return "an invalid address"
+    scheme, host, port = origin
+    host = f"[{host}]" if ":" in host else host
+    return f"{scheme}://{host}" + ("" if port is None else f":{port}")
+
+
+class _SameOriginRedirects(urllib.request.HTTPRedirectHandler):
+    """Follows a redirect within the request's origin only: urllib would resend every header,
+    the bearer token among them, to whatever host the Location names."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):  # noqa: ANN001, ANN201
+        target = _origin(newurl)
+        if target is None or target != _origin(req.full_url):
+            fp.close()
+            raise RedirectRefused(code, f"the service redirected to another origin "
+                                        f"({_show(target)}); the token is sent only to the "
+                                        "address given, so the redirect was not followed")
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
 class Client:
     """Talks JSON to a query service at ``url`` with a bearer ``token``."""
 
@@ -42,9 +91,12 @@ class Client:
             raise ValueError(f"url must start with http:// or https://, got {url!r}")
         if not isinstance(token, str) or not token.strip():
             raise ValueError("token must be a non-empty string")
+        if not is_token(token.strip()):  # never echoed: it is a secret, or a misread file
+            raise ValueError(f"token must be {TOKEN_RULE}")
         self.url = url.rstrip("/")
         self._token = token.strip()
         self.timeout = float(timeout)
+        self._opener = urllib.request.build_opener(_SameOriginRedirects)
 
     def _call(self, method: str, path: str, body: object = None) -> Any:
         data = None if body is None else json.dumps(body).encode("utf-8")
@@ -52,7 +104,7 @@ class Client:
             "Authorization": f"Bearer {self._token}", "Content-Type": "application/json",
             "Accept": "application/json"})
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+            with self._opener.open(request, timeout=self.timeout) as response:
                 return json.loads(response.read().decode("utf-8"))
         except urllib.error.HTTPError as exc:
             raw = exc.read().decode("utf-8", "replace")

@@ -8,6 +8,10 @@ By default (``rng=None``) the stream is ChaCha20, a cryptographically strong str
 outputs cannot recover the state and subtract the noise, as they could for a seeded PCG64 or
 Mersenne Twister. An integer seed gives numpy's PCG64 instead:
 reproducible, fast, and *not* for real releases.
+
+The generators :func:`secure_rng` and :func:`make_rng` return are tagged with where their key
+came from (:func:`generator_origin`), so that a release can tell randomness drawn from the
+operating system from a generator the caller made (whose state the caller may know).
 """
 
 from __future__ import annotations
@@ -18,9 +22,42 @@ import os
 import numpy as np
 from randomgen import ChaCha
 
-__all__ = ["make_rng", "secure_rng", "RNGLike"]
+__all__ = ["make_rng", "secure_rng", "generator_origin", "RNGLike"]
 
 RNGLike = "int | np.random.Generator | None"
+
+# Private tags: only this module's functions set them, so a Generator the caller builds (over
+# ChaCha with a key of their choosing, say) is never taken for one keyed from the OS.
+_OS = object()
+_SEED = object()
+
+
+class _TaggedGenerator(np.random.Generator):
+    """A ``Generator`` made here; ``_origin`` says where its key came from (unset: unknown)."""
+
+    __slots__ = ("_origin",)
+
+
+def _tagged(bit_generator: np.random.BitGenerator, origin: object) -> np.random.Generator:
+    generator = _TaggedGenerator(bit_generator)
+    generator._origin = origin
+    return generator
+
+
+def generator_origin(generator: object) -> str:
+    """Where ``generator``'s key came from: ``"os"``, ``"seed"`` or ``"caller"``.
+
+    ``"os"`` only for a generator :func:`secure_rng` made, ``"seed"`` only for one
+    :func:`make_rng` made from an integer seed; anything else (a ``Generator`` built by the
+    caller, a copy, a spawned child) is ``"caller"``.
+
+    >>> generator_origin(secure_rng()), generator_origin(make_rng(3))
+    ('os', 'seed')
+    >>> generator_origin(np.random.default_rng(3))
+    'caller'
+    """
+    origin = getattr(generator, "_origin", None) if type(generator) is _TaggedGenerator else None
+    return "os" if origin is _OS else "seed" if origin is _SEED else "caller"
 
 
 def make_rng(seed: int | np.random.Generator | None = None) -> np.random.Generator:
@@ -57,7 +94,7 @@ def make_rng(seed: int | np.random.Generator | None = None) -> np.random.Generat
         )
     if seed < 0:
         raise ValueError(f"rng seed must be a non-negative integer, got {seed}")
-    return np.random.default_rng(int(seed))
+    return _tagged(np.random.PCG64(int(seed)), _SEED)
 
 
 def secure_rng() -> np.random.Generator:
@@ -67,4 +104,4 @@ def secure_rng() -> np.random.Generator:
     'ChaCha'
     """
     key = np.frombuffer(os.urandom(32), dtype=np.uint64)
-    return np.random.Generator(ChaCha(key=key, counter=0, rounds=20))
+    return _tagged(ChaCha(key=key, counter=0, rounds=20), _OS)

@@ -12,7 +12,8 @@ from scipy.optimize import linprog
 import fastmwem
 from fastmwem.accounting import ZCDP, Accountant, ApproxDP, BudgetExceededError, PureDP
 from fastmwem.lp import dense_feasibility, private_linprog, scalar_feasibility
-from fastmwem.mechanisms.seeding import SeededRunWarning
+from fastmwem.mechanisms.seeding import CallerRNGWarning, SeededRunWarning
+from fastmwem.random import secure_rng
 from tests.lp._problems import packing_lp, simplex_lp
 
 
@@ -137,16 +138,31 @@ def test_an_integer_seed_warns_and_marks_the_result(simplex):
         private_linprog(c, A, b, probes=0, rng=np.random.default_rng(3), **_scalar_kw())
 
 
+def test_only_os_randomness_is_private(simplex):
+    c, A, b = simplex
+    with pytest.warns(CallerRNGWarning) as record:
+        res = private_linprog(c, A, b, probes=0, rng=np.random.default_rng(3), **_scalar_kw())
+    assert len(record) == 1 and record[0].filename == __file__
+    assert not res.seeded and res.rng_provenance == ("caller_rng",)
+    report = res.report()
+    assert report["private"] is False and report["not_private_because"] == ["caller_rng"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", Warning)
+        for rng in (None, secure_rng()):
+            res = private_linprog(c, A, b, probes=0, rng=rng, **_scalar_kw())
+            assert res.report()["private"] is True and res.report()["not_private_because"] == []
+
+
 def test_report_leaves_diagnostics_out_unless_evaluated(simplex):
     c, A, b = simplex
     res = private_linprog(c, A, b, probes=1, track=True, rng=np.random.default_rng(9),
                           **_scalar_kw(rounds=20))
     plain = res.report()
-    assert plain["private"] is True
+    assert plain["private"] is False and plain["not_private_because"] == ["caller_rng"]
     assert "violated_fraction" not in plain and "rounds_diagnostics" not in plain
     assert set(plain["rounds"][0]) == {"probe", "round", "selected"}
     full = res.report(evaluate=True)
-    assert full["private"] is False and full["not_private_because"] == ["evaluated"]
+    assert full["private"] is False and full["not_private_because"] == ["caller_rng", "evaluated"]
     assert full["violated_fraction"] == res.violated_fraction
     assert all(r["max_violation"] is not None for r in full["rounds_diagnostics"])
     untracked = private_linprog(c, A, b, probes=0, rng=np.random.default_rng(9),

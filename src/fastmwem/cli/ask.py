@@ -8,7 +8,7 @@ import os
 import sys
 
 from fastmwem.cli import CLIError
-from fastmwem.client import Client, ServiceError
+from fastmwem.client import TOKEN_RULE, Client, RedirectRefused, ServiceError, is_token
 
 __all__ = ["register", "parse_pairs"]
 
@@ -59,16 +59,28 @@ def parse_pairs(text: str, flag: str, *, ranges: bool) -> dict[str, object]:
     return out
 
 
+# A token is short; a file past this many bytes is not one (a data file given by mistake).
+_MAX_TOKEN_FILE = 4096
+
+
 def _token(args: argparse.Namespace) -> str:
+    """The token, checked against the rule; no message ever shows what the file or variable holds
+    (a secret, or the content of a data file named by mistake)."""
     if args.token_file:
         try:
-            with open(args.token_file, encoding="utf-8") as fh:
-                return fh.read().strip()
+            with open(args.token_file, "rb") as fh:
+                raw = fh.read(_MAX_TOKEN_FILE + 1)
         except OSError as exc:
             raise CLIError(f"--token-file: cannot read {args.token_file!r}: {exc.strerror}") from None
+        token = raw.strip().decode("ascii", "replace")
+        if len(raw) > _MAX_TOKEN_FILE or not is_token(token):
+            raise CLIError(f"--token-file: {args.token_file!r} must hold {TOKEN_RULE}")
+        return token
     token = os.environ.get("FASTMWEM_TOKEN", "").strip()
     if not token:
         raise CLIError("give --token-file or set FASTMWEM_TOKEN")
+    if not is_token(token):
+        raise CLIError(f"$FASTMWEM_TOKEN must hold {TOKEN_RULE}")
     return token
 
 
@@ -86,6 +98,8 @@ def run(args: argparse.Namespace) -> int:
     client = Client(args.url, _token(args))
     try:
         result = _call(client, args)
+    except RedirectRefused as exc:
+        raise CLIError(str(exc)) from None
     except ServiceError as exc:
         raise CLIError(f"the service refused: {exc}") from None
     except OSError as exc:

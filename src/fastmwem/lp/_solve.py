@@ -11,7 +11,7 @@ import numpy as np
 from fastmwem.accounting import Accountant
 from fastmwem.lp.budget import PrivacyPlan, accountant_kind, plan_privacy
 from fastmwem.lp.result import LPProbe, LPResult, LPRound, total_event, violation_summary
-from fastmwem.mechanisms.seeding import warn_if_seeded
+from fastmwem.mechanisms.seeding import check_rng
 from fastmwem.random import make_rng
 
 __all__ = ["Outcome", "Budget", "solve", "bisect_objective"]
@@ -70,8 +70,8 @@ def solve(*, budget: Budget, em_rounds: int, tests: int, rng: object, accountant
         raise ValueError(f"epsilon = {budget.epsilon} is too small for {em_rounds} rounds and "
                          f"{tests} tests: a round's or a test's epsilon would be "
                          f"{min(plan.epsilon0, plan.epsilon_test if tests else 1.0):.3g}")
-    # the frames: warn_if_seeded, solve, the public solver (its helper), the caller
-    seeded = warn_if_seeded(rng, name, stacklevel=4 if name != "private_linprog" else 5)
+    # the frames: check_rng, solve, the public solver (its helper), the caller
+    provenance = check_rng(rng, name, stacklevel=4 if name != "private_linprog" else 5)
     generator = make_rng(rng)
     before = len(acc.ledger)
     acc.compose_all(list(plan.events))
@@ -84,7 +84,7 @@ def solve(*, budget: Budget, em_rounds: int, tests: int, rng: object, accountant
                   epsilon_test=plan.epsilon_test)
     return LPResult(outcome.x, objective, frac, worst, tuple(outcome.trace),
                     tuple(outcome.probes), outcome.target, total_event(entries, kind), entries,
-                    record, outcome.status, outcome.message, seeded)
+                    record, outcome.status, outcome.message, provenance)
 
 
 def bisect_objective(run_probe: Callable[[float, int], tuple[np.ndarray, list[LPRound]]],

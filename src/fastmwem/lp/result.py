@@ -62,7 +62,9 @@ class LPResult:
         status: 0 when ``x`` answers the requested problem; 2 when the objective search accepted
             no target and ``x`` is the fallback (see ``message``).
         message: what happened, in words.
-        seeded: the noise came from an integer seed, so the output is not private.
+        rng_provenance: why the noise is not private
+            (:func:`~fastmwem.mechanisms.seeding.rng_provenance`): ``("seeded",)``,
+            ``("caller_rng",)``, or ``()`` for the operating system's.
     """
 
     x: np.ndarray
@@ -77,7 +79,12 @@ class LPResult:
     setup: dict[str, object] = field(default_factory=dict)
     status: int = 0
     message: str = ""
-    seeded: bool = False
+    rng_provenance: tuple[str, ...] = ()
+
+    @property
+    def seeded(self) -> bool:
+        """Whether the noise came from an integer seed."""
+        return "seeded" in self.rng_provenance
 
     @property
     def fun(self) -> float | None:
@@ -97,9 +104,10 @@ class LPResult:
         """A JSON-ready record of the private outputs and the privacy ledger.
 
         ``evaluate=True`` adds the diagnostics computed on the private data and marks the record
-        ``"private": false``, as does a seeded run; the seed itself is never recorded.
+        ``"private": false``, as does a seeded run or one on a caller's generator; the seed
+        itself is never recorded.
         """
-        reasons = (["seeded"] if self.seeded else []) + (["evaluated"] if evaluate else [])
+        reasons = [*self.rng_provenance] + (["evaluated"] if evaluate else [])
         out: dict[str, object] = {
             "private": not reasons,
             "not_private_because": reasons,

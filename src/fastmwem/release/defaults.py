@@ -32,7 +32,7 @@ import numpy as np
 from fastmwem._validation import check_int, check_probability
 from fastmwem.accounting import Accountant, BudgetExceededError, exact
 from fastmwem.data.domain import Domain
-from fastmwem.mechanisms.seeding import warn_if_seeded
+from fastmwem.mechanisms.seeding import check_rng
 from fastmwem.random import make_rng
 from fastmwem.release._candidates import superset_workload
 from fastmwem.release._model import check_release_inputs
@@ -282,8 +282,8 @@ def mwem_auto(
         epsilon: total privacy budget (pure), or with ``delta`` the ``(epsilon, delta)``-DP
             guarantee of a zCDP run.
         rounds: ``None``, ``"adaptive"`` or a number of rounds (see above).
-        rng: ``None``, a Generator, or an integer seed for tests (warns, and the result says it
-            is not private).
+        rng: ``None``, a Generator, or an integer seed for tests; a seed or a Generator the
+            caller made (not by ``secure_rng()``) warns, and the result says it is not private.
         accountant: accountant to charge (a fresh one holding the budget if None).
         count_fraction: share of the budget spent on the record count (unless ``total=`` is
             given in ``options``: then the count is public and nothing is spent on it).
@@ -328,7 +328,9 @@ def mwem_auto(
     candidates = str(options.get("candidates", "auto"))
 
     def check(t: int | None, settings: dict[str, object] = config) -> None:
-        _dry_run(dataset, workload, generator, {**settings, "rounds": t}, run_options, privacy)
+        # The dry run stops at the charge, before any draw: a generator of ours keeps it from
+        # warning about the caller's (that warning comes once, below, from the caller's line).
+        _dry_run(dataset, workload, make_rng(0), {**settings, "rounds": t}, run_options, privacy)
         _check_room(accountant, privacy, count_share, workload,
                     MWEMConfig(**settings, rounds=t), model)
 
@@ -351,7 +353,7 @@ def mwem_auto(
     # Superset candidates, if the rule may choose them: checked now, before the count's charge.
     superset = (_superset_option(config, workload, model, limit, check, privacy)
                 if by_rule or undecided else None)
-    seeded = warn_if_seeded(rng, "mwem", stacklevel=2)
+    provenance = check_rng(rng, "mwem", stacklevel=3)
 
     if counter is None:
         total = public_total
@@ -392,8 +394,7 @@ def mwem_auto(
                   **{**config, "total": total}, **run_options)
     spent = Fraction(count_share) + _charged(result, privacy)
     result = dataclasses.replace(result, guarantee=guarantee(privacy, spent, delta))
-    if seeded:
-        result = dataclasses.replace(result, seeded=True)
+    result = dataclasses.replace(result, rng_provenance=provenance)  # of rng, not of generator
     ran = sum(1 for r in result.trace if r.round > 0)
     choices = MWEMChoices(rounds=ran, rounds_default=rounds is None, rounds_ceiling=ceiling,
                           noise_test=options.get("noise_test"), count_epsilon=count_share,

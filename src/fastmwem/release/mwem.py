@@ -32,7 +32,7 @@ from fastmwem.accounting import (
     exact,
 )
 from fastmwem.data.domain import Domain
-from fastmwem.mechanisms.seeding import warn_if_seeded
+from fastmwem.mechanisms.seeding import check_rng
 from fastmwem.random import make_rng
 from fastmwem.release._adaptive import run_adaptive
 from fastmwem.release._candidates import CANDIDATE_SETS, workload_weights
@@ -533,7 +533,8 @@ def mwem(
         rounds: number of rounds T, or ``None`` for adaptive rounds and budget.
         rng: ``None`` (OS entropy, for releases), a Generator, or an integer seed for tests: a
             seed emits a :class:`~fastmwem.mechanisms.seeding.SeededRunWarning` (a
-            ``PrivacyLeakWarning``) and the result's report says it is not private.
+            ``PrivacyLeakWarning``) and the result's report says it is not private; so does a
+            Generator the caller made (``CallerRNGWarning``), unless ``secure_rng()`` made it.
         accountant: accountant to charge; its ledger is in the result.
         schema: the public :class:`~fastmwem.data.Schema` the dataset was encoded with, so that
             ``result.sample()`` decodes records to raw labels. Its domain must be the dataset's.
@@ -567,7 +568,7 @@ def mwem(
     weights = (workload_weights(measured, workload) if config.adaptive
                else np.ones(int(measured.n_groups)))
     generator = make_rng(rng)
-    seeded = warn_if_seeded(rng, "mwem")
+    provenance = check_rng(rng, "mwem")
     plan = mwem_privacy_plan(config, workload, model=model)
     accountant.compose_all(plan)  # all or nothing, before the data is read
 
@@ -592,7 +593,7 @@ def mwem(
                                      privacy=accountant.spent())
         if measured is not workload:
             result = dataclasses.replace(result, workload=workload, measured_workload=measured)
-        return dataclasses.replace(result, seeded=True) if seeded else result
+        return dataclasses.replace(result, rng_provenance=provenance)
     finally:
         if bar is not None:
             bar.close()

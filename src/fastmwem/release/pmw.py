@@ -32,7 +32,7 @@ from fastmwem.accounting import (
 )
 from fastmwem.data.domain import Domain, check_dense
 from fastmwem.mechanisms.laplace import Geometric
-from fastmwem.mechanisms.seeding import warn_if_seeded
+from fastmwem.mechanisms.seeding import check_rng
 from fastmwem.mechanisms.sparse_vector import MAX_SV_VALUE, SparseVector, SparseVectorRun
 from fastmwem.random import make_rng
 from fastmwem.release.queries import query_spec, query_vector
@@ -300,7 +300,8 @@ class PMWSession:
         self._dataset = dataset
         self._record = record
         self._rng = make_rng(rng)
-        self.seeded = warn_if_seeded(rng, "PMWSession", stacklevel=4)
+        self.rng_provenance = check_rng(rng, "PMWSession", stacklevel=4)
+        self.seeded = "seeded" in self.rng_provenance
         self._histogram: np.ndarray | None = None
         self._measured: list[tuple[np.ndarray, float]] = []
         split = record.config.split()

@@ -39,7 +39,7 @@ from fastmwem.data.domain import check_dense
 from fastmwem.mechanisms.exponential import ExponentialMechanism
 from fastmwem.mechanisms.laplace import Laplace
 from fastmwem.mechanisms.lazy import Uncertified
-from fastmwem.mechanisms.seeding import warn_if_seeded
+from fastmwem.mechanisms.seeding import check_rng
 from fastmwem.random import make_rng
 from fastmwem.release._model import check_release_inputs
 from fastmwem.release.result import MWEMResult, RoundRecord
@@ -211,10 +211,10 @@ def pmw_offline(dataset: object, workload: object, *, epsilon: float, delta: flo
     elif not isinstance(accountant, Accountant):
         raise TypeError(f"accountant must be an Accountant, got {type(accountant).__name__}")
     generator = make_rng(rng)
-    seeded = warn_if_seeded(rng, "pmw_offline")
+    provenance = check_rng(rng, "pmw_offline")
     accountant.compose_all(plan)  # all or nothing, before the data is read
     result = _run(dataset, workload, domain, config, chooser, generator, accountant, schema)
-    return dataclasses.replace(result, seeded=True) if seeded else result
+    return dataclasses.replace(result, rng_provenance=provenance)
 
 
 class _ScanChooser:

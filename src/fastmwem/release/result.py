@@ -61,8 +61,10 @@ class MWEMResult:
         privacy: the accountant's total spend after the run.
         trace: one :class:`RoundRecord` per round.
         schema: the public Schema that decodes sampled records, if one was given.
-        seeded: whether the run drew its noise from an integer seed; anyone who knows the seed
-            can remove the noise, so such a result is not private (its report says so).
+        rng_provenance: why the run's randomness is not private
+            (:func:`~fastmwem.mechanisms.seeding.rng_provenance`): ``("seeded",)`` for an
+            integer seed, ``("caller_rng",)`` for a caller's generator, ``()`` for randomness
+            from the operating system. The report says so; ``seeded`` reads the first.
         updates_skipped: whether the first measurement lay within its noise of the start
             (``MWEMConfig.noise_test``), so that no update was made and the output is the start.
         measured_workload: the workload whose groups ``selected`` and the trace index, when it
@@ -88,12 +90,17 @@ class MWEMResult:
     privacy: PrivacyEvent
     trace: tuple[RoundRecord, ...]
     schema: object = None
-    seeded: bool = False
+    rng_provenance: tuple[str, ...] = ()
     updates_skipped: bool = False
     model: SyntheticState | None = None
     measured_workload: LinearWorkload | None = None
     guarantee: dict | None = None
     round_ledger: tuple[LedgerEntry, ...] = ()
+
+    @property
+    def seeded(self) -> bool:
+        """Whether the run drew its noise from an integer seed."""
+        return "seeded" in self.rng_provenance
 
     @property
     def distribution(self) -> np.ndarray:
@@ -195,10 +202,11 @@ class MWEMResult:
         """A JSON-ready record of the private outputs and the privacy ledger only (no timings).
 
         ``"private"`` is false, with the reasons in ``"not_private_because"``, when the run was
-        seeded or a step has no exact guarantee (a lazy selection over an uncertified approximate
-        oracle, run with ``allow_uncertified=True``). The seed itself is never recorded.
+        seeded or drew from a caller's generator, or a step has no exact guarantee (a lazy
+        selection over an uncertified approximate oracle, run with ``allow_uncertified=True``).
+        The seed itself is never recorded.
         """
-        reasons = ["seeded"] if self.seeded else []
+        reasons = list(self.rng_provenance)
         if any(getattr(e.event, "exact_guarantee", True) is False for e in self.ledger):
             reasons.append("uncertified approximate top-k oracle")
         return {

@@ -12,7 +12,7 @@ import numpy as np
 from fastmwem._validation import check_epsilon, check_int
 from fastmwem.accounting import Accountant, PrivacyEvent
 from fastmwem.mechanisms.base import charge
-from fastmwem.mechanisms.seeding import warn_if_seeded
+from fastmwem.mechanisms.seeding import check_rng
 from fastmwem.random import make_rng
 
 __all__ = ["NEIGHBORS", "TopKMechanism", "check_counts", "check_k", "check_k_fits",
@@ -142,6 +142,6 @@ class TopKMechanism(abc.ABC):
         values = check_counts(counts)
         self._check_size(values.size)
         generator = make_rng(rng)
-        warn_if_seeded(rng, self.label, stacklevel=3)
+        check_rng(rng, self.label, stacklevel=3)
         charge(accountant, self.privacy, self.label)
         return self._select(values, generator)
