@@ -72,7 +72,8 @@ def test_many_marginals_within_a_small_memory_limit(tmp_path):
 def test_every_three_way_marginal_of_45_binary_columns(tmp_path):
     path, domain = _binary(tmp_path, 45)
     batches = _three_way_counts_match(path, domain, memory_limit="1GB", threads=2)
-    assert len(batches) == math.ceil(14_190 / SETS_PER_QUERY)
+    assert max(batches) == 119  # 953 MiB / (2 threads x 2 MiB per set, half the limit)
+    assert len(batches) == math.ceil(14_190 / 119)
 
 
 def test_settings_are_explicit(tmp_path, monkeypatch):
@@ -84,6 +85,8 @@ def test_settings_are_explicit(tmp_path, monkeypatch):
     assert limit == "512.0 MiB"  # half of what fastmwem may use, not DuckDB's 80% of RAM
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     assert int(threads) == cores
+    with _duck(path, domain, memory_limit="4GB", threads=1) as source:
+        assert source._sets_per_query == SETS_PER_QUERY  # the memory allows more: the cap
 
 
 def test_settings_duckdb_cannot_work_with_are_refused_on_open(tmp_path):

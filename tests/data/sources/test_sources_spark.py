@@ -86,9 +86,9 @@ def test_nan_and_lying_statistics_are_refused_on_open(spark, tmp_path):
 
 def test_many_sets_in_batches_and_columns_named_like_the_queries_own(spark, tmp_path):
     # columns x0, x1, ... are also the names of the queries' derived values (x<j>)
-    domain = Domain([f"x{i}" for i in range(9)], [2] * 9)
+    domain = Domain([f"x{i}" for i in range(11)], [2] * 11)
     rng = np.random.default_rng(9)
-    frame = pd.DataFrame(rng.integers(0, 2, (200, 9)), columns=domain.attributes)
+    frame = pd.DataFrame(rng.integers(0, 2, (200, 11)), columns=domain.attributes)
     path = write(frame, tmp_path / "binary.parquet")
     sets = list(itertools.combinations(domain.attributes, 3))
     source = open_source(path, domain, "spark", spark=spark)
@@ -97,5 +97,5 @@ def test_many_sets_in_batches_and_columns_named_like_the_queries_own(spark, tmp_
     source._count = lambda batch: batches.append(len(batch)) or count(batch)
     for got, want in zip(source.marginals(sets), Dataset.from_parquet(path, domain).marginals(sets)):
         np.testing.assert_array_equal(got, want)
-    assert batches == [64, 20]  # 84 sets, at most SETS_PER_QUERY per query
+    assert batches == [128, 37]  # 165 sets, at most SETS_PER_QUERY per query
     source.close()

@@ -38,7 +38,7 @@ __all__ = ["SETS_PER_QUERY", "QuerySource", "target_domain"]
 # Columns one GROUPING SETS query groups at most (the engines' grouping bitmaps are 64-bit).
 _MAX_GROUPED_COLUMNS = 60
 #: Attribute sets one GROUPING SETS query counts at most (an engine may ask for fewer).
-SETS_PER_QUERY = 64
+SETS_PER_QUERY = 128
 # Values (result rows times columns) one query returns at most, unless one set alone has more.
 _RESULT_VALUES = 2**24
 

@@ -45,7 +45,7 @@ _SIZE = re.compile(r"([0-9.]+)\s*(bytes|[KMGTP]i?B)")
 _UNITS = {"bytes": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12, "PB": 10**15,
           "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40, "PiB": 2**50}
 # What DuckDB holds per grouping set of a query and per worker thread (measured: under 1 MiB
-# with duckdb 1.x/2.0, before the set's groups); at most half the memory limit is planned
+# with duckdb 2.0, before the set's groups); at most half the memory limit is planned
 # for it, the rest is left to the scan and the groups.
 _SET_BYTES = 2 * 2**20
 
