@@ -44,3 +44,42 @@ def test_bad_engine_data_spends_nothing(tmp_path):
         source = open_source(path, domain, "duckdb")
         mwem(source, Marginals.all_kway(domain, 1), epsilon=1.0, accountant=accountant)
     assert accountant.ledger == ()
+
+
+def _nan_file(path) -> None:
+    values = np.tile(np.array([0.0, 1.0]), 600)
+    values[1197] = np.nan  # Parquet statistics leave NaN out: max says 1
+    pq = require("pyarrow.parquet")
+    pa = require("pyarrow")
+    pq.write_table(pa.table({"a": values}), path, row_group_size=300)
+
+
+def _lying_file(path) -> None:
+    from tests.data.sources.conftest import forge_statistics
+
+    values = np.tile(np.arange(2), 600)
+    values[700] = 987654321
+    pq = require("pyarrow.parquet")
+    pa = require("pyarrow")
+    pq.write_table(pa.table({"a": values}), path, row_group_size=300)
+    forge_statistics(path, 987654321, 1)  # the statistics claim max 1
+
+
+@pytest.mark.parametrize("make", [_nan_file, _lying_file], ids=["nan", "lying-statistics"])
+def test_bad_values_parquet_statistics_hide_spend_nothing(tmp_path, make):
+    # refused when opened, as the memory engine refuses them, so mwem never charges
+    require("duckdb")
+    from fastmwem.data.sources import open_source
+
+    domain = Domain(["a"], [2])
+    path = str(tmp_path / "bad.parquet")
+    make(path)
+    with pytest.raises(ValueError) as want:
+        Dataset.from_parquet(path, domain)
+    accountant = Accountant(epsilon=1.0)
+    with pytest.raises(ValueError) as got:
+        source = open_source(path, domain, "duckdb")
+        mwem(source, Marginals.all_kway(domain, 1), epsilon=1.0, accountant=accountant)
+    assert str(got.value) == str(want.value)
+    assert accountant.ledger == ()
+    assert accountant.spent().epsilon == 0

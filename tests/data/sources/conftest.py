@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import struct
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -66,3 +68,23 @@ def write(frame: pd.DataFrame, path) -> str:
     else:
         frame.to_csv(path, index=False)
     return str(path)
+
+
+def forge_statistics(path, true: float, claimed: float, fmt: str = "<q") -> None:
+    """Make the Parquet file at ``path`` claim ``claimed`` where its statistics hold ``true``.
+
+    pyarrow has no API to write statistics, so the footer (the Thrift metadata before the last
+    8 bytes) is patched in place: every ``struct.pack(fmt, true)`` in it (min/max, current and
+    legacy fields) becomes ``struct.pack(fmt, claimed)``, same length, so the file stays valid.
+    Pick a ``true`` whose bytes occur nowhere else in the footer.
+    """
+    data = bytearray(open(path, "rb").read())
+    length = struct.unpack("<i", bytes(data[-8:-4]))[0]
+    start = len(data) - 8 - length
+    old, new = struct.pack(fmt, true), struct.pack(fmt, claimed)
+    footer = bytes(data[start:-8])
+    if footer.count(old) == 0:
+        raise ValueError(f"{true!r} is not in the footer's statistics")
+    data[start:-8] = footer.replace(old, new)
+    with open(path, "wb") as f:
+        f.write(data)

@@ -268,3 +268,21 @@ def test_data_changed_after_opening_is_refused(tmp_path, domain, codes):
     with pytest.raises(ValueError, match="column 'b' gave codes outside the domain while"):
         source.marginals([("a", "b")])
     source.close()
+
+
+def test_column_names_like_the_queries_own_names(tmp_path):
+    # the derived values of the SQL (x0, m0, v1, k2, ...) never clash with the file's columns
+    schema = Schema([Numeric("x1", 0, 10, bins=5), Numeric("x0", 0, 10, bins=5, clip=True),
+                     Categorical("k2", ["a", "b"]), Numeric("m0", 0, 4, bins=2),
+                     Categorical("n_records", ["1", "2"]), Numeric("Q_X0", 0, 1, bins=2)])
+    frame = pd.DataFrame({"x1": ["0.5", "2.5", "9"], "x0": ["9.5", "11", "0.5"],
+                          "k2": ["a", "b", "b"], "m0": ["1", "3", "3.5"],
+                          "n_records": ["1", "2", "2"], "Q_X0": ["0", "1", "0.2"],
+                          "v1": ["7", "8", "9"]})
+    path = write(frame, tmp_path / "names.csv")
+    memory = schema.encode_csv(path, extra_columns="ignore")
+    with _duck(path, schema, extra_columns="ignore") as source:
+        np.testing.assert_array_equal(source.histogram(), memory.histogram())
+        for got, want in zip(source.marginals([[n] for n in schema.names]),
+                             memory.marginals([[n] for n in schema.names])):
+            np.testing.assert_array_equal(got, want)

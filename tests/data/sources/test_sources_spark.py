@@ -6,10 +6,13 @@ skip that says what is missing.
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
+import pandas as pd
 import pytest
 
-from fastmwem.data import Categorical, Dataset, Numeric, Schema
+from fastmwem.data import Categorical, Dataset, Domain, Numeric, Schema
 from fastmwem.data.sources import open_source
 from tests.data.sources.conftest import write
 
@@ -58,3 +61,41 @@ def test_session_argument_is_checked(spark, tmp_path, domain, codes):
         open_source(path, domain, "spark", spark="local[2]")
     with pytest.raises(FileNotFoundError):
         open_source(tmp_path / "none.parquet", domain, "spark", spark=spark)
+
+
+def test_nan_and_lying_statistics_are_refused_on_open(spark, tmp_path):
+    # Spark does not fold checks by Parquet statistics (DuckDB did): both refused when opened
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    from tests.data.sources.conftest import forge_statistics
+
+    domain = Domain(["a"], [3])
+    floats = np.tile(np.array([0.0, 1.0, 2.0]), 400)
+    floats[1197] = np.nan
+    nan = str(tmp_path / "nan.parquet")
+    pq.write_table(pa.table({"a": floats}), nan, row_group_size=300)
+    ints = np.tile(np.arange(3), 400)
+    ints[777] = 987654321
+    lying = str(tmp_path / "lying.parquet")
+    pq.write_table(pa.table({"a": ints}), lying, row_group_size=300)
+    forge_statistics(lying, 987654321, 2)
+    for path in (nan, lying):
+        want = _message(Dataset.from_parquet, path, domain)
+        assert _message(open_source, path, domain, "spark", spark=spark) == want
+
+
+def test_many_sets_in_batches_and_columns_named_like_the_queries_own(spark, tmp_path):
+    # columns x0, x1, ... are also the names of the queries' derived values (x<j>)
+    domain = Domain([f"x{i}" for i in range(11)], [2] * 11)
+    rng = np.random.default_rng(9)
+    frame = pd.DataFrame(rng.integers(0, 2, (200, 11)), columns=domain.attributes)
+    path = write(frame, tmp_path / "binary.parquet")
+    sets = list(itertools.combinations(domain.attributes, 3))
+    source = open_source(path, domain, "spark", spark=spark)
+    batches = []
+    count = source._count
+    source._count = lambda batch: batches.append(len(batch)) or count(batch)
+    for got, want in zip(source.marginals(sets), Dataset.from_parquet(path, domain).marginals(sets)):
+        np.testing.assert_array_equal(got, want)
+    assert batches == [128, 37]  # 165 sets, at most SETS_PER_QUERY per query
+    source.close()

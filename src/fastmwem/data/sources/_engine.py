@@ -1,5 +1,10 @@
 """What the DuckDB and Spark sources share: validation on open, and marginals by GROUPING SETS.
 
+Marginals are counted in batches: one GROUPING SETS query per batch, each batch bounded in the
+sets it holds (the engines keep state per set of a query: DuckDB a hash table per set and
+thread, Spark a copy of each row per set), in the columns it groups, and in the counts it
+returns, so that the memory of a query does not grow with the workload.
+
 A subclass says how to run a query where the data lives (:meth:`QuerySource._query_one`,
 :meth:`QuerySource._query_columns`) and how to find the first offending rows in the source's
 row order (:meth:`QuerySource._first_rows`); everything else is here, in the engines' common SQL
@@ -8,6 +13,7 @@ row order (:meth:`QuerySource._first_rows`); everything else is here, in the eng
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -27,10 +33,14 @@ from fastmwem.data.sources._sql import (
 )
 from fastmwem.data.sources.base import check_attribute_sets, fill_marginal
 
-__all__ = ["QuerySource", "target_domain"]
+__all__ = ["SETS_PER_QUERY", "QuerySource", "target_domain"]
 
 # Columns one GROUPING SETS query groups at most (the engines' grouping bitmaps are 64-bit).
 _MAX_GROUPED_COLUMNS = 60
+#: Attribute sets one GROUPING SETS query counts at most (an engine may ask for fewer).
+SETS_PER_QUERY = 128
+# Values (result rows times columns) one query returns at most, unless one set alone has more.
+_RESULT_VALUES = 2**24
 
 
 def target_domain(target: object) -> Domain:
@@ -53,6 +63,7 @@ class QuerySource:
         self._domain: Domain | None = None
         self._n = 0
         self._context = ""
+        self._sets_per_query = SETS_PER_QUERY
 
     # -- what a subclass provides ------------------------------------------------------------
     def _source(self) -> str:
@@ -123,14 +134,15 @@ class QuerySource:
     def marginals(self, attribute_sets: Iterable[str | Iterable[str]]) -> list[np.ndarray]:
         """The marginal of each attribute set, all counted in as few passes as possible.
 
-        Sets are grouped into GROUPING SETS queries of at most 60 distinct columns each (one
-        pass over the data per query; a typical workload needs one).
+        Sets are counted in GROUPING SETS queries (one pass over the data each) of at most
+        ``SETS_PER_QUERY`` sets (fewer if the engine asks), 60 distinct columns and about 16M
+        returned values, so that the engine's memory stays bounded however many sets there are.
         """
         names = check_attribute_sets(self.domain, attribute_sets)
         axes = [tuple(self.domain.axis(a) for a in s) for s in names]
         wanted = list(dict.fromkeys(tuple(sorted(s)) for s in axes if s))
         counted: dict[tuple[int, ...], np.ndarray] = {}
-        for batch in _batches(wanted):
+        for batch in _batches(wanted, self.domain.shape, self._n, self._sets_per_query):
             counted.update(self._count(batch))
         out = []
         for s in axes:
@@ -185,15 +197,26 @@ class QuerySource:
         return f"{type(self).__name__}({self._context}, n={self._n}, domain={self._domain!r})"
 
 
-def _batches(sets: list[tuple[int, ...]]) -> Iterable[list[tuple[int, ...]]]:
-    """Consecutive runs of ``sets`` whose columns together stay within the grouping bitmaps."""
+def _batches(sets: list[tuple[int, ...]], shape: Sequence[int], n: int,
+             max_sets: int) -> Iterable[list[tuple[int, ...]]]:
+    """Consecutive runs of ``sets`` that one query counts within the limits.
+
+    A run holds at most ``max_sets`` sets and ``_MAX_GROUPED_COLUMNS`` columns, and returns at
+    most ``_RESULT_VALUES`` values (each set gives at most ``min(cells, n)`` rows, each row a
+    code and a flag per grouped column and a count), except a set that alone exceeds it.
+    """
     batch: list[tuple[int, ...]] = []
     cols: set[int] = set()
+    rows = 0
     for s in sets:
-        if batch and len(cols | set(s)) > _MAX_GROUPED_COLUMNS:
+        s_rows = min(math.prod(shape[j] for j in s), max(n, 1))
+        grown = cols | set(s)
+        if batch and (len(batch) >= max_sets or len(grown) > _MAX_GROUPED_COLUMNS
+                      or (rows + s_rows) * (2 * len(grown) + 1) > _RESULT_VALUES):
             yield batch
-            batch, cols = [], set()
+            batch, cols, rows, grown = [], set(), 0, set(s)
         batch.append(s)
-        cols |= set(s)
+        cols = grown
+        rows += s_rows
     if batch:
         yield batch

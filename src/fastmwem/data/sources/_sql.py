@@ -16,7 +16,7 @@ match and a cast that gives NULL where the text is not a number.
 from __future__ import annotations
 
 import binascii
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from fastmwem.data.domain import Domain
@@ -125,8 +125,9 @@ def build_plans(kinds: dict[str, str], target: Domain | Schema, dialect: Dialect
     engine has that is none of these, given as its name).
     """
     plans = []
+    prefix = _alias_prefix(kinds)
     for j, name in enumerate(_names(target)):
-        b = _Builder(j, name, kinds[name], dialect)
+        b = _Builder(j, name, kinds[name], dialect, prefix)
         if isinstance(target, Domain):
             plans.append(b.codes(target.shape[j]))
         else:
@@ -138,15 +139,31 @@ def _names(target: Domain | Schema) -> Sequence[str]:
     return target.attributes if isinstance(target, Domain) else target.names
 
 
+def _alias_prefix(columns: Iterable[str]) -> str:
+    """A prefix that no column of the file starts with (case aside), for derived values.
+
+    Derived values share a scope with the file's columns: an alias equal to a column's name
+    would be ambiguous, or (DuckDB) silently read as the column.
+    """
+    names = [c.lower() for c in columns]
+    prefix = "q_"
+    while any(n.startswith(prefix) for n in names):
+        prefix = "q" + prefix
+    return prefix
+
+
 class _Builder:
     """The SQL of one column; ``c`` is the raw column, ``x`` its value as a double."""
 
-    def __init__(self, j: int, name: str, kind: str, d: Dialect) -> None:
-        self.j, self.name, self.kind, self.d = j, name, kind, d
+    def __init__(self, j: int, name: str, kind: str, d: Dialect, prefix: str) -> None:
+        self.j, self.name, self.kind, self.d, self.prefix = j, name, kind, d, prefix
         self.c = d.ident(name)
-        self.x = f"x{j}"
+        self.x = self._alias("x")
         self.derived: list[tuple[str, str]] = []
         self._numbers: tuple[Check, ...] | None = None
+
+    def _alias(self, letter: str) -> str:
+        return f"{self.prefix}{letter}{self.j}"
 
     def _check(self, tag: str, what: str, predicate: str, suffix: str = "") -> Check:
         return Check(f"p{self.j}_{tag}", self.name, what, predicate, suffix)
@@ -161,7 +178,8 @@ class _Builder:
             pred = f"({self.c} IS NULL OR isnan({self.c}))"
         elif self.kind == "text" and self._numbers is not None:
             # a NaN word that the engine's cast does not read (Spark: "-nan") is missing too
-            pred = f"({self.c} IS NULL OR (m{self.j} AND ({self.x} IS NULL OR isnan({self.x}))))"
+            m = self._alias("m")
+            pred = f"({self.c} IS NULL OR ({m} AND ({self.x} IS NULL OR isnan({self.x}))))"
         return self._check("missing", "missing (NaN/empty) values", pred)
 
     def _unsupported(self) -> ColumnPlan | None:
@@ -174,7 +192,7 @@ class _Builder:
     def _number_stage(self) -> tuple[Check, ...]:
         """to_numbers: the value as a double, and its problems (non-numeric text, missing)."""
         if self.kind == "text":
-            m = f"m{self.j}"
+            m = self._alias("m")
             self.derived.append((m, self.d.number_text(self.c)))
             self.derived.append((self.x, f"CASE WHEN {m} THEN {self.d.try_double(self.c)} END"))
             self._numbers = (self._check("text", "non-numeric values",
@@ -253,14 +271,14 @@ class _Builder:
         suffix = " (widen the bounds or set clip=True)"
         outside = () if spec.clip else (self._outside(spec.lower, spec.upper, what, suffix),)
         value = self._clipped(spec.lower, spec.upper) if spec.clip else self.x
-        v = f"v{self.j}"
+        v = self._alias("v")
         self.derived.append((v, value))
         return self._plan(_bin_search(v, spec.edges, self.d), numbers, outside)
 
     def categorical(self, spec: Categorical) -> ColumnPlan:
         labels = spec.labels
         other = None if spec.other is None else labels.index(spec.other)
-        k = f"k{self.j}"
+        k = self._alias("k")
         self.derived.append((k, self._label_case(labels, other)))
         missing = self._missing()
         stage: tuple[Check, ...] = (missing,)

@@ -2,9 +2,16 @@
 
 DuckDB reads the file where it lies and returns only counts: one aggregate pass validates every
 cell when the source is opened (the record count and, per column, the count of each kind of bad
-cell), and each call of ``marginals`` counts all the requested marginals in one more pass with
-``GROUP BY GROUPING SETS``. Records never enter Python's memory; DuckDB keeps to
-``memory_limit`` and spills what does not fit to ``temp_directory``.
+cell), and each call of ``marginals`` counts the requested marginals with
+``GROUP BY GROUPING SETS`` queries of a bounded number of sets each. Records never enter
+Python's memory; DuckDB keeps to ``memory_limit`` and spills what does not fit to
+``temp_directory``.
+
+Queries never use a Parquet file's statistics (its min/max/null-count metadata): DuckDB's
+optimizer would otherwise fold a check such as "value above the domain" to false wherever the
+statistics claim no such value, so a file whose statistics are wrong, or a float column holding
+NaN (which Parquet statistics leave out), would pass validation and fail (or miscount) only when
+counted, after the privacy budget was charged.
 
 Needs the ``duckdb`` extra (``pip install "fastmwem[duckdb]"``).
 """
@@ -26,7 +33,7 @@ from fastmwem.data.csvfile import read_csv_header
 from fastmwem.data.domain import Domain
 from fastmwem.data.parquetfile import is_parquet_path
 from fastmwem.data.schema import Schema
-from fastmwem.data.sources._engine import QuerySource, target_domain
+from fastmwem.data.sources._engine import SETS_PER_QUERY, QuerySource, target_domain
 from fastmwem.data.sources._sql import DUCKDB, Check, flags_query
 
 __all__ = ["DuckDBSource"]
@@ -34,6 +41,13 @@ __all__ = ["DuckDBSource"]
 _INTEGER_TYPES = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
                   "UINTEGER", "UBIGINT", "UHUGEINT"}
 _LINE = re.compile(r"\bline:? (\d+)", re.IGNORECASE)
+_SIZE = re.compile(r"([0-9.]+)\s*(bytes|[KMGTP]i?B)")
+_UNITS = {"bytes": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12, "PB": 10**15,
+          "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40, "PiB": 2**50}
+# What DuckDB holds per grouping set of a query and per worker thread (measured: under 1 MiB
+# with duckdb 2.0, before the set's groups); at most half the memory limit is planned
+# for it, the rest is left to the scan and the groups.
+_SET_BYTES = 2 * 2**20
 
 
 class DuckDBSource(QuerySource):
@@ -46,16 +60,21 @@ class DuckDBSource(QuerySource):
             :class:`~fastmwem.data.Schema` (raw values, encoded inside the query).
         extra_columns: ``"error"`` (default) refuses columns the domain does not name;
             ``"ignore"`` skips them.
-        memory_limit: DuckDB's memory limit, e.g. ``"2GB"`` (default: DuckDB's, 80% of RAM).
-        temp_directory: where DuckDB spills; default a fresh directory under the system's
-            temporary directory, removed by :meth:`close`.
-        threads: DuckDB worker threads (default: DuckDB's, one per core).
+        memory_limit: DuckDB's memory limit, e.g. ``"2GB"`` (default: half the memory
+            :func:`fastmwem._validation.memory_limit` allows, which honours
+            ``$FASTMWEM_MEMORY_LIMIT`` and container limits).
+        temp_directory: where DuckDB spills (an existing writable directory, or one that can
+            be made); default a fresh directory under the system's temporary directory,
+            removed by :meth:`close`.
+        threads: DuckDB worker threads (default: the cores this process may use).
 
     Raises:
         ImportError: duckdb is not installed.
         FileNotFoundError, IsADirectoryError: no such file.
         ValueError: as ``Dataset.from_csv`` / ``Schema.encode_csv`` (or their Parquet
-            counterparts) for the same file: missing/extra/repeated columns, no rows, bad cells.
+            counterparts) for the same file: missing/extra/repeated columns, no rows, bad cells;
+            or settings DuckDB cannot work with (a ``memory_limit`` it does not read or too
+            small for ``threads``, a ``temp_directory`` it cannot write).
     """
 
     dialect = DUCKDB
@@ -80,14 +99,18 @@ class DuckDBSource(QuerySource):
         self._path = check_input_file(path, self._what)
         context = f"{self._what} {self._path!r}"
         self._own_temp = temp_directory is None
+        config = _config(memory_limit, threads)
+        if not self._own_temp:
+            _check_temp_directory(os.fspath(temp_directory))
         temp = tempfile.mkdtemp(prefix="fastmwem-duckdb-") if self._own_temp else os.fspath(
             temp_directory)
         self._temp = temp
         self._error = duckdb.Error
         try:
-            self._con = duckdb.connect(":memory:", config=_config(memory_limit, temp, threads))
+            self._con = _connect(duckdb, {**config, "temp_directory": temp}, memory_limit)
             # no progress bar: DuckDB would print it on stdout, which is the caller's
             self._con.execute("SET enable_progress_bar = false")
+            self._sets_per_query = self._plan_queries()
             header, kinds = self._columns()
             check_columns(header, names, mode, context)
             try:
@@ -99,6 +122,26 @@ class DuckDBSource(QuerySource):
         except BaseException:
             self.close()
             raise
+
+    def _plan_queries(self) -> int:
+        """How many grouping sets one query may hold within DuckDB's memory limit.
+
+        Raises:
+            ValueError: the limit cannot hold one set per thread (checked when the source is
+                opened, so that counting never runs out of memory for a foreseeable reason).
+        """
+        limit, threads = self._con.execute(
+            "SELECT current_setting('memory_limit'), current_setting('threads')").fetchall()[0]
+        size = _bytes(str(limit))
+        if size is None:  # no limit DuckDB reports as a size: nothing to plan against
+            return SETS_PER_QUERY
+        per_set = _SET_BYTES * int(threads)
+        if 2 * per_set > size:
+            raise ValueError(
+                f"memory_limit ({limit}) is too small for DuckDB to count marginals with "
+                f"{threads} thread(s): it needs at least {2 * per_set // 2**20} MiB "
+                f"({2 * _SET_BYTES // 2**20} MiB per thread); raise memory_limit or lower threads")
+        return max(1, min(SETS_PER_QUERY, size // (2 * per_set)))
 
     # -- reading the file --------------------------------------------------------------------
     def _columns(self) -> tuple[list[str], dict[str, str]]:
@@ -193,17 +236,65 @@ def _duckdb():  # -> module duckdb
     return duckdb
 
 
-def _config(memory_limit: str | None, temp: str, threads: int | None) -> dict[str, str]:
-    config = {"temp_directory": temp, "preserve_insertion_order": "true"}
-    if memory_limit is not None:
-        if not isinstance(memory_limit, str) or not memory_limit.strip():
-            raise TypeError(f"memory_limit must be a size such as '2GB', got {memory_limit!r}")
-        config["memory_limit"] = memory_limit
-    if threads is not None:
-        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-            raise ValueError(f"threads must be a positive integer, got {threads!r}")
-        config["threads"] = str(threads)
-    return config
+def _config(memory_limit: str | None, threads: int | None) -> dict[str, str]:
+    """DuckDB's settings: every resource setting explicit, and no use of file statistics."""
+    if memory_limit is None:
+        from fastmwem._validation import memory_limit as allowed
+
+        memory_limit = f"{max(allowed() // 2, 2**20) // 2**20}MiB"
+    elif not isinstance(memory_limit, str) or not memory_limit.strip():
+        raise TypeError(f"memory_limit must be a size such as '2GB', got {memory_limit!r}")
+    if threads is None:
+        threads = _cores()
+    elif isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ValueError(f"threads must be a positive integer, got {threads!r}")
+    # statistics_propagation folds predicates by the Parquet min/max/null-count metadata,
+    # which may be wrong and leaves NaN out: validation must see every value.
+    return {"memory_limit": memory_limit, "threads": str(threads),
+            "preserve_insertion_order": "true",
+            "disabled_optimizers": "statistics_propagation"}
+
+
+def _connect(duckdb, config: dict[str, str], memory_limit: str | None):  # -> a connection
+    try:
+        return duckdb.connect(":memory:", config=config)
+    except duckdb.Error as exc:
+        if memory_limit is not None and "memory" in str(exc).lower():
+            raise ValueError(f"DuckDB cannot work with memory_limit={memory_limit!r} "
+                             f"({type(exc).__name__}); give a size such as '2GB' "
+                             "(units KB, MB, GB, TB or KiB, MiB, GiB, TiB)") from None
+        raise
+
+
+def _cores() -> int:
+    """The cores this process may run on (its affinity, where the system tells it)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _bytes(setting: str) -> int | None:
+    """Bytes of a size as DuckDB prints it (``"1.8 GiB"``), or None if it is no size."""
+    match = _SIZE.fullmatch(setting.strip())
+    if not match:
+        return None
+    return int(float(match[1]) * _UNITS[match[2]])
+
+
+def _check_temp_directory(path: str) -> None:
+    """Refuse a spill directory DuckDB could not write (it finds out only when it spills)."""
+    if os.path.exists(path):
+        if not os.path.isdir(path):
+            raise ValueError(f"temp_directory {path!r} is not a directory")
+        where = path
+    else:
+        where = os.path.dirname(os.path.abspath(path))
+        while not os.path.exists(where):
+            where = os.path.dirname(where)
+    if not (os.path.isdir(where) and os.access(where, os.W_OK | os.X_OK)):
+        raise ValueError(f"temp_directory {path!r} cannot be written (DuckDB spills there "
+                         "when counting needs more than memory_limit)")
 
 
 def _literal(text: str) -> str:
