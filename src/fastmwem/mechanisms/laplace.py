@@ -163,7 +163,9 @@ class Laplace:
         check_noise_scale(float(self.sensitivity), float(self.epsilon), "Laplace")
         if not isinstance(self.integer, bool):
             raise TypeError(f"integer must be a bool, got {type(self.integer).__name__}")
-        _exact_scale(self.sensitivity, self.epsilon)  # refuses a scale too large to sample
+        # refuses a scale too large to sample (a grid's scale in steps is checked per release:
+        # it depends on the number of entries, not on the sensitivity)
+        _exact_scale(self.sensitivity if self.integer else 1, self.epsilon)
 
     @property
     def scale(self) -> float:

@@ -14,7 +14,12 @@ import numpy as np
 from fastmwem.accounting import Accountant
 from fastmwem.data.domain import Domain
 from fastmwem.release._model import selectable
-from fastmwem.release._privacy import integer_valued, measure_event, measurement
+from fastmwem.release._privacy import (
+    integer_valued,
+    measure_event,
+    measurement,
+    measurement_grid,
+)
 from fastmwem.release._rounds import (
     Measurement,
     Run,
@@ -78,7 +83,8 @@ class AdaptiveRun:
             epsilon_select=select, epsilon_measure=share if pure else None,
             seconds=time.perf_counter() - started,
             rho_measure=None if pure else float(mech.privacy.rho),  # type: ignore[attr-defined]
-            noise_scale=float(getattr(mech, "sigma", None) or mech.scale)))  # type: ignore[attr-defined]
+            noise_scale=float(getattr(mech, "sigma", None) or mech.scale),  # type: ignore[attr-defined]
+            grid=measurement_grid(mech, _entries(self.workload.group_queries(group)))))  # type: ignore[arg-type]
 
     def one_way_first(self, rng: np.random.Generator) -> None:
         """Measure every 1-way candidate marginal at the first round's measurement share.
@@ -190,3 +196,6 @@ def run_adaptive(private: object, workload: LinearWorkload, domain: Domain, conf
             break
     return rounds, schedule.accountant
 
+
+def _entries(queries: slice) -> int:
+    return int(queries.stop - queries.start)

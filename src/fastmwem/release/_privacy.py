@@ -103,6 +103,13 @@ def measurement(privacy: str, share: float, sensitivity: float, *,
     return DiscreteGaussian(rho=Fraction(share), sensitivity=sensitivity)
 
 
+def measurement_grid(mechanism: Laplace | DiscreteGaussian, entries: int) -> float | None:
+    """The public grid a measurement of ``entries`` answers lies on; ``None`` for integers."""
+    if isinstance(mechanism, Laplace) and not mechanism.integer:
+        return float(mechanism.grid(entries))
+    return None
+
+
 def measure_event(privacy: str, share: float) -> PrivacyEvent:
     """What a measurement at ``share`` is charged: exactly the float's epsilon or rho.
 

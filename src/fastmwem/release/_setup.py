@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fastmwem._validation import check_noise_scale
-from fastmwem.release._privacy import measurement
+from fastmwem.release._privacy import integer_valued, measurement
 from fastmwem.release.annealing import expected_abs_noise
 from fastmwem.release.selection import SCORE_CAP, RoundSelection
 from fastmwem.workloads.base import MAX_QUERY_VALUE, LinearWorkload
@@ -125,7 +125,8 @@ def prepare(config: object, workload: LinearWorkload, model: str = "dense") -> M
     if privacy == "pure":
         check_noise_scale(score_sensitivity, split["measure"],
                           f"each round's measurement (Laplace, sensitivity {score_sensitivity:.4g})")
-    largest = measurement(privacy, split["measure"], score_sensitivity)
+    largest = measurement(privacy, split["measure"], score_sensitivity,
+                          integer=integer_valued(workload))
     penalty = config.cell_penalty  # type: ignore[attr-defined]
     if penalty is None:
         # the expected absolute noise of one measured cell (Laplace: exactly the old formula)

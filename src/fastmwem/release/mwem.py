@@ -57,6 +57,7 @@ from fastmwem.release._privacy import (
     guarantee,
     integer_valued,
     measurement,
+    measurement_grid,
     plan_total,
 )
 from fastmwem.release._private import PrivateView
@@ -697,6 +698,7 @@ def _run(private: PrivateView, workload: LinearWorkload, domain: Domain, config:
             epsilon_measure=split["measure"] if pure else None,
             seconds=time.perf_counter() - started,
             rho_measure=None if pure else float(measure.privacy.rho),  # type: ignore[union-attr]
+            grid=measurement_grid(measure, values.size),
         ))
         if bar is not None:
             bar.set_postfix(reuse_passes=passes, refresh=False)  # type: ignore[attr-defined]

@@ -32,6 +32,8 @@ class RoundRecord:
     round depends on the data (how far its top-k search and tail draws go). A zCDP round has
     ``rho_measure`` (the discrete Gaussian's rho) instead of ``epsilon_measure``; ``noise_scale``
     is the measurement's Laplace scale or Gaussian sigma. Round 0 records the 1-way marginals an adaptive run measures first.
+    ``grid`` is the public grid that a pure-DP measurement of real-valued queries lies on
+    (``None`` when the measurement is integers, as for counts and every zCDP measurement).
     """
 
     round: int
@@ -42,6 +44,7 @@ class RoundRecord:
     seconds: float
     rho_measure: float | None = None
     noise_scale: float | None = None
+    grid: float | None = None
 
 
 @dataclass(frozen=True)
@@ -227,6 +230,7 @@ class MWEMResult:
                     "epsilon_select": r.epsilon_select,
                     "epsilon_measure": r.epsilon_measure,
                     **({} if r.rho_measure is None else {"rho_measure": r.rho_measure}),
+                    **({} if r.grid is None else {"measurement_grid": r.grid}),
                 }
                 for r, m in zip(self.trace, self.measurements)
             ],
