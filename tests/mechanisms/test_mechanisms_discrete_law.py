@@ -29,6 +29,7 @@ from fastmwem.mechanisms.discrete import (
     sample_discrete_laplace,
 )
 from fastmwem.mechanisms.laplace import grid_of
+from fastmwem.mechanisms.sparse_vector import SparseVector
 from fastmwem.testing import chi_square_pvalue
 
 ALPHA = 1e-4
@@ -205,3 +206,28 @@ def test_attack_rules_out_no_neighbour_of_released_values(integer):
 def test_geometric_releases_are_integers_and_exact():
     out = Geometric(epsilon=1.0).release(np.arange(1_000), rng=19)
     assert out.dtype.kind == "i"
+
+
+# -- no floating-point sampler on any noise path ------------------------------------------------
+class IntegerOnlyGenerator(np.random.Generator):
+    """A generator whose floating-point samplers fail: only bounded integers may be drawn."""
+
+    def _float(self, *args, **kwargs):
+        raise AssertionError("a floating-point sampler was called on a release path")
+
+    random = laplace = geometric = exponential = standard_exponential = _float
+    gumbel = uniform = normal = standard_normal = poisson = binomial = _float
+
+
+def _integer_only() -> IntegerOnlyGenerator:
+    return IntegerOnlyGenerator(np.random.PCG64(20))
+
+
+@pytest.mark.parametrize("release", [
+    lambda rng: Laplace(epsilon=0.7).release(np.array([0.25, 3.5]), rng=rng),
+    lambda rng: Laplace(epsilon=0.7, integer=True).release(np.array([2.0, 3.0]), rng=rng),
+    lambda rng: Geometric(epsilon=0.7, sensitivity=2).release(np.array([2, 3]), rng=rng),
+    lambda rng: SparseVector(epsilon=1.0).start(5, rng=rng).test(3),
+], ids=["laplace grid", "laplace integer", "geometric", "sparse vector"])
+def test_noise_is_drawn_from_integers_only(release):
+    release(_integer_only())

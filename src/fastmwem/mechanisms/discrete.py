@@ -161,7 +161,7 @@ def discrete_laplace_scale(scale: Fraction) -> Fraction:
     scale covers the draw.
 
     >>> discrete_laplace_scale(Fraction(1, 3))
-    Fraction(21846, 65536)
+    Fraction(10923, 32768)
     >>> discrete_laplace_scale(Fraction(5, 2))
     Fraction(5, 2)
     """
