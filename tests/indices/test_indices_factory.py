@@ -100,10 +100,10 @@ def test_saved_index_gets_the_mode_a_plain_write_would(tmp_path):
 def test_load_refuses_other_files(tmp_path):
     bad = tmp_path / "x.npz"
     bad.write_bytes(b"not an archive")
-    with pytest.raises(ValueError, match="not a saved index"):
+    with pytest.raises(ValueError, match="not a saved fastmwem index"):
         load_index(bad)
     np.savez(tmp_path / "y.npz", a=np.zeros(3))
-    with pytest.raises(ValueError, match="not a saved index"):
+    with pytest.raises(ValueError, match="not a saved fastmwem index"):
         load_index(tmp_path / "y.npz")
     with pytest.raises(ValueError, match="does not exist"):
         load_index(tmp_path / "z.npz")
@@ -131,7 +131,7 @@ def test_load_names_directories_fifos_and_foreign_files(tmp_path):
     with pytest.raises(ValueError, match="not a regular file"):
         load_index(tmp_path / "pipe.npz")
     (tmp_path / "x.npz").write_bytes(b"garbage")
-    with pytest.raises(ValueError, match="not a saved index") as info:
+    with pytest.raises(ValueError, match="not a saved fastmwem index") as info:
         load_index(tmp_path / "x.npz")
     assert "pickle" not in str(info.value)  # numpy's advice to load it unsafely is not ours
 

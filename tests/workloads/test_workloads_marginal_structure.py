@@ -95,3 +95,14 @@ def test_query_and_group_ids():
     np.testing.assert_array_equal(queries_of_groups(offsets, np.array([2, 0])),
                                   [3, 4, 5, 6, 0, 1])
     assert queries_of_groups(offsets, np.array([], dtype=np.int64)).size == 0
+
+
+def test_a_bare_string_of_attribute_sets_is_refused():
+    # "ab" was iterated as the one-way marginals on "a" and "b", though it names an attribute.
+    d = Domain(["a", "b", "ab"], [2, 3, 4])
+    for bad in ("ab", b"ab"):
+        with pytest.raises(TypeError, match=r"bare .*\['ab'\].*list\('ab'\)|bare bytes"):
+            Marginals(d, bad)
+    assert Marginals(d, ["ab"]).attribute_sets == (("ab",),)
+    assert Marginals(d, list("ab")).attribute_sets == (("a",), ("b",))
+    assert Marginals(d, [("a", "b")]).attribute_sets == (("a", "b"),)

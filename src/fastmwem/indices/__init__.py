@@ -9,7 +9,13 @@ no certified bound, so the lazy mechanism loses its exact guarantee over them.
 from fastmwem.indices.ann import FaissIndex, HnswlibIndex, mips_query_to_l2, mips_to_l2
 from fastmwem.indices.base import AbsTopKOracle, TopKOracle
 from fastmwem.indices.bitpacked import BitPackedIndex, numba_available
-from fastmwem.indices.factory import INDEX_SPECS, load_index, make_index
+from fastmwem.indices.factory import (
+    INDEX_SPECS,
+    MAX_INDEX_BYTES,
+    IndexFileError,
+    load_index,
+    make_index,
+)
 from fastmwem.indices.flat import FlatIndex
 
 __all__ = [
@@ -21,6 +27,8 @@ __all__ = [
     "HnswlibIndex",
     "make_index",
     "load_index",
+    "IndexFileError",
+    "MAX_INDEX_BYTES",
     "INDEX_SPECS",
     "mips_to_l2",
     "mips_query_to_l2",

@@ -19,12 +19,15 @@ used.
 
 from __future__ import annotations
 
+from functools import partial
 from types import FunctionType
 
 import numpy as np
 
+from fastmwem._jit import njit_cached
+
 try:
-    from numba import config, get_num_threads, njit, prange, set_num_threads, types
+    from numba import config, get_num_threads, prange, set_num_threads, types
     from numba.extending import intrinsic
 except ImportError:  # the numpy kernels of indices.bitpacked are used instead
     AVAILABLE = False
@@ -285,7 +288,7 @@ if AVAILABLE:
             return builder.atomic_rmw("add", array.data, one, "monotonic")
         return types.int64(types.Array(types.int64, 1, "C")), codegen
 
-    _jit = njit(cache=True, boundscheck=False)
+    _jit = partial(njit_cached, boundscheck=False)
     _first1, _first2, _first3, _first4 = (_jit(_make_pass(g, True)) for g in (1, 2, 3, 4))
     _add4 = _jit(_make_pass(_GROUP, False))
     _score_block = _jit(_score_block)
@@ -293,7 +296,7 @@ if AVAILABLE:
     _compact = _jit(_compact)
     _raise = _jit(_raise)
     _collect = _jit(_collect)
-    _parallel_jit = njit(parallel=True, cache=True, boundscheck=False)
+    _parallel_jit = partial(njit_cached, parallel=True, boundscheck=False)
     _scan_serial = _jit(_scan)
     _scan_parallel = _parallel_jit(_renamed(_scan, "_parallel"))
     _top_serial = _jit(_top_candidates)

@@ -63,7 +63,7 @@ class IndexBase(abc.ABC):
     # -- saving ------------------------------------------------------------------------------
     @abc.abstractmethod
     def _payload(self) -> dict[str, np.ndarray]:
-        """The arrays that rebuild this index (see ``from_payload``)."""
+        """The arrays that rebuild this index (see ``from_archive``)."""
 
     def save(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> None:
         """Write the index to one ``.npz`` file (public keys only), atomically.

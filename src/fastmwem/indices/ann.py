@@ -20,8 +20,16 @@ from types import ModuleType
 import numpy as np
 
 from fastmwem._validation import check_int
+from fastmwem.indices._ann_files import (
+    FaissStructure,
+    check_faiss_blob,
+    check_hnswlib_blob,
+    faiss_description,
+    same_factory,
+)
 from fastmwem.indices._checks import check_dimension, check_keys, real_matrix, row_blocks
 from fastmwem.indices._common import IndexBase
+from fastmwem.indices._saved import IndexFileError, SavedArchive, check_text
 from fastmwem.indices._topk import (
     U32,
     U64,
@@ -129,11 +137,58 @@ class _AdapterBase(IndexBase):
         return {"store_kind": np.array(self._store.kind),
                 **{f"store_{k}": v for k, v in self._store._payload().items()}}
 
-    def _restore(self, payload: dict[str, np.ndarray]) -> None:
-        inner = {k[len("store_"):]: v for k, v in payload.items()
-                 if k.startswith("store_") and k != "store_kind"}
-        cls = BitPackedIndex if str(payload["store_kind"]) == "bitpacked" else FlatIndex
-        self._store = cls.from_payload(self.dimension, inner, private=self.private)
+
+def _saved_store(dimension: int, archive: SavedArchive, graph: str,
+                 private: bool) -> FlatIndex | BitPackedIndex:
+    """The exact key store of a saved adapter; the archive must hold nothing else but ``graph``
+    (the library's structure) and ``meta`` (its settings)."""
+    kind = archive.text("store_kind")
+    if kind not in ("flat", "bitpacked"):
+        raise IndexFileError(f"its key store has an unknown kind {kind[:40]!r}")
+    member = "store_keys" if kind == "flat" else "store_packed"
+    archive.expect({"format", "kind", "dimension", graph, "meta", "store_kind", member})
+    cls = FlatIndex if kind == "flat" else BitPackedIndex
+    return cls.from_archive(dimension, archive, prefix="store_", private=private)
+
+
+def _settings(archive: SavedArchive, names: tuple[str, ...]) -> dict[str, object]:
+    """The JSON settings ``meta`` of a saved adapter, with exactly the keys ``names``."""
+    try:
+        meta = json.loads(archive.text("meta"))
+    except (ValueError, RecursionError):
+        raise IndexFileError("its settings are not valid JSON") from None
+    if not isinstance(meta, dict) or not set(names) <= set(meta):
+        raise IndexFileError(f"its settings must be a JSON object with {', '.join(names)}")
+    return meta
+
+
+def _setting_int(value: object, name: str, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise IndexFileError(f"setting {name!r} must be an integer in {low}..{high}")
+    return value
+
+
+def _store_norms(store: FlatIndex | BitPackedIndex) -> tuple[float, float, float]:
+    """The largest L1, L2 and Linf norms of the stored keys, computed (never read from a file:
+    the exact faiss search's rounding window rests on them)."""
+    if isinstance(store, FlatIndex):
+        return store._norms
+    norms = (0.0, 0.0, 0.0)
+    packed = store.packed
+    for _, block in row_blocks(packed):
+        norms = update_norms(norms, np.unpackbits(block, axis=1, count=store.dimension))
+    return norms
+
+
+def _same_keys(store: FlatIndex | BitPackedIndex, vectors: np.ndarray) -> bool:
+    """Whether ``vectors`` are the stored keys in float32, as the exact faiss search needs."""
+    keys = store._keys if isinstance(store, FlatIndex) else store.packed
+    for start, block in row_blocks(keys):
+        if isinstance(store, BitPackedIndex):
+            block = np.unpackbits(block, axis=1, count=store.dimension)
+        if not np.array_equal(block.astype(np.float32), vectors[start:start + block.shape[0]]):
+            return False
+    return True
 
 
 class FaissIndex(_AdapterBase):
@@ -166,24 +221,31 @@ class FaissIndex(_AdapterBase):
                  private: bool = False, progress: bool = True, threads: int | None = None) -> None:
         super().__init__(dimension, private=private, progress=progress)
         faiss = require_ann("faiss")
-        self._faiss = faiss
-        self.threads = None if threads is None else check_int(threads, "threads", minimum=1)
         if not isinstance(factory, str) or not factory:
             raise ValueError(f"factory must be a faiss index_factory string, got {factory!r}")
         if metric not in ("ip", "l2"):
             raise ValueError(f"metric must be 'ip' or 'l2', got {metric!r}")
-        self.factory, self.metric, self.max_norm = factory, metric, max_norm
-        self.params = dict(params or {})
         width = self.dimension + (metric == "l2")
-        faiss_metric = faiss.METRIC_INNER_PRODUCT if metric == "ip" else faiss.METRIC_L2
         try:
-            self._index = faiss.index_factory(width, factory, faiss_metric)
+            built = faiss.index_factory(width, factory, _faiss_metric(faiss, metric))
         except RuntimeError as exc:
             raise ValueError(f"factory {factory!r} is not a valid faiss index string: "
                              f"{str(exc).splitlines()[-1]}") from None
+        self._setup(faiss, built, factory, metric, max_norm, params, threads)
+
+    def _setup(self, faiss: ModuleType, index: object, factory: str, metric: str,
+               max_norm: float | None, params: dict[str, float] | None,
+               threads: int | None) -> None:
+        self._faiss = faiss
+        self.threads = None if threads is None else check_int(threads, "threads", minimum=1)
+        self.factory, self.metric, self.max_norm = factory, metric, max_norm
+        self.params = dict(params or {})
+        self._index = index
         self._apply_params(faiss)
+        # Exact only as the structure itself is: a flat inner-product scan (never the settings).
         inner = faiss.downcast_index(self._index)
-        self.exact = metric == "ip" and type(inner) in (faiss.IndexFlat, faiss.IndexFlatIP)
+        self.exact = (metric == "ip" and type(inner) in _flat_types(faiss)
+                      and inner.metric_type == faiss.METRIC_INNER_PRODUCT)
         self.certified_gap = 0.0 if self.exact else None
         self._norms = (0.0, 0.0, 0.0)
 
@@ -273,23 +335,106 @@ class FaissIndex(_AdapterBase):
 
     def _payload(self) -> dict[str, np.ndarray]:
         faiss = require_ann("faiss")
-        meta = {"factory": self.factory, "metric": self.metric, "max_norm": self.max_norm,
-                "params": self.params, "norms": list(self._norms)}
-        return {"faiss": faiss.serialize_index(self._index), "meta": np.array(json.dumps(meta)),
-                **self._store_payload()}
+        blob = faiss.serialize_index(self._index)
+        try:  # what load_index cannot check, save does not write
+            structure = check_faiss_blob(blob, self._index.d, self.n_keys,
+                                         _METRICS[self.metric], _ef_limit(self.n_keys))
+        except IndexFileError as exc:
+            raise ValueError(f"save() cannot write faiss index {self.factory!r}: load_index "
+                             f"would refuse it ({exc.reason})") from None
+        meta = {"factory": faiss_description(structure), "metric": self.metric,
+                "max_norm": self.max_norm, "params": self.params, "norms": list(self._norms)}
+        return {"faiss": blob, "meta": np.array(json.dumps(meta)), **self._store_payload()}
 
     @classmethod
-    def from_payload(cls, dimension: int, payload: dict[str, np.ndarray], *,
-                     private: bool = False, progress: bool = True,
-                     threads: int | None = None) -> FaissIndex:
+    def from_archive(cls, dimension: int, archive: SavedArchive, *, private: bool = False,
+                     progress: bool = True, threads: int | None = None) -> FaissIndex:
+        """The index saved in ``archive``: its faiss structure is parsed and checked first
+        (:func:`~fastmwem.indices._ann_files.check_faiss_blob`); exactness comes from the
+        structure read, a flat inner-product index whose vectors are the stored keys."""
         faiss = require_ann("faiss")
-        meta = json.loads(str(payload["meta"]))
-        index = cls(meta["factory"], dimension, metric=meta["metric"], max_norm=meta["max_norm"],
-                    params=meta["params"], private=private, progress=progress, threads=threads)
-        index._index = faiss.deserialize_index(np.asarray(payload["faiss"], dtype=np.uint8))
-        index._norms = tuple(meta["norms"])
-        index._restore(payload)
+        index = cls.__new__(cls)
+        _AdapterBase.__init__(index, dimension, private=private, progress=progress)
+        threads = None if threads is None else check_int(threads, "threads", minimum=1)
+        store = _saved_store(dimension, archive, "faiss", private)
+        n = store.n_keys
+        meta = _settings(archive, ("factory", "metric", "max_norm", "params"))
+        factory = check_text(meta["factory"], "factory")
+        metric = meta["metric"]
+        if metric not in ("ip", "l2"):
+            raise IndexFileError("setting 'metric' must be 'ip' or 'l2'")
+        norms = _store_norms(store)
+        max_norm = _saved_max_norm(meta["max_norm"], metric, norms[1])
+        params = _saved_params(meta["params"], n)
+        archive.check("faiss", "u", (None,), (1,))
+        blob = archive.read("faiss")
+        structure = check_faiss_blob(blob, dimension + (metric == "l2"), n, _METRICS[metric],
+                                     _ef_limit(n))
+        if not same_factory(factory, structure):
+            raise IndexFileError(f"setting 'factory' is {factory[:40]!r} but the faiss structure "
+                                 f"is {faiss_description(structure)!r}")
+        if structure.kind == "flat" and metric == "ip" and not _same_keys(store, structure.vectors):
+            raise IndexFileError("the flat faiss index does not hold the stored keys")
+        try:
+            loaded = faiss.deserialize_index(np.ascontiguousarray(blob))
+        except RuntimeError:
+            raise IndexFileError("faiss cannot read its structure") from None
+        _check_loaded(faiss, loaded, structure, dimension + (metric == "l2"), n)
+        try:
+            index._setup(faiss, loaded, factory, metric, max_norm, params, threads)
+        except ValueError as exc:
+            raise IndexFileError(str(exc)) from None
+        index._store, index._norms = store, norms
         return index
+
+
+_METRICS = {"ip": 0, "l2": 1}  # faiss's METRIC_INNER_PRODUCT and METRIC_L2
+
+
+def _faiss_metric(faiss: ModuleType, metric: str) -> int:
+    return faiss.METRIC_INNER_PRODUCT if metric == "ip" else faiss.METRIC_L2
+
+
+def _flat_types(faiss: ModuleType) -> tuple[type, ...]:
+    return (faiss.IndexFlat, faiss.IndexFlatIP, faiss.IndexFlatL2)
+
+
+def _ef_limit(n_keys: int) -> int:
+    """The largest search or build width (efSearch, nprobe...) a saved index may carry: wider
+    than the key count is pointless, and a huge one would allocate at every search."""
+    return max(n_keys, 1 << 16)
+
+
+def _saved_max_norm(value: object, metric: str, largest: float) -> float | None:
+    if value is None and metric == "ip":  # unused with the inner product
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not (math.isfinite(value) and value >= (largest if metric == "l2" else 0.0)):
+        raise IndexFileError("setting 'max_norm' must bound the stored keys' norms")
+    return float(value)
+
+
+def _saved_params(value: object, n_keys: int) -> dict[str, float]:
+    limit = _ef_limit(n_keys)
+    if not isinstance(value, dict) or len(value) > 16:
+        raise IndexFileError("setting 'params' must be a JSON object of faiss parameters")
+    for name, number in value.items():
+        check_text(name, "params")
+        if isinstance(number, bool) or not isinstance(number, (int, float)) \
+                or not (math.isfinite(number) and 0 <= number <= limit):
+            raise IndexFileError(f"setting 'params' must hold numbers in 0..{limit}")
+    return value
+
+
+def _check_loaded(faiss: ModuleType, loaded: object, structure: FaissStructure, width: int,
+                  n_keys: int) -> None:
+    """What faiss built from the checked blob is that structure (a second look, by type)."""
+    inner = faiss.downcast_index(loaded)
+    kinds = {"flat": _flat_types(faiss), "hnsw": (faiss.IndexHNSWFlat,),
+             "ivf": (faiss.IndexIVFFlat,)}
+    if type(inner) not in kinds[structure.kind] or inner.d != width \
+            or inner.ntotal != n_keys or inner.metric_type != structure.metric:
+        raise IndexFileError("faiss read another structure than the one checked")
 
 
 class HnswlibIndex(_AdapterBase):
@@ -357,21 +502,45 @@ class HnswlibIndex(_AdapterBase):
                 graph = np.frombuffer(handle.read(), dtype=np.uint8)
         finally:
             os.unlink(tmp)
+        try:  # what load_index cannot check, save does not write
+            check_hnswlib_blob(graph, self.dimension, self.n_keys, self.M, self.ef_construction)
+        except IndexFileError as exc:
+            raise ValueError(f"save() cannot write this hnswlib index: load_index would refuse "
+                             f"it ({exc.reason})") from None
         meta = {"M": self.M, "ef_construction": self.ef_construction, "ef": self.ef}
         return {"hnsw": graph, "meta": np.array(json.dumps(meta)), **self._store_payload()}
 
     @classmethod
-    def from_payload(cls, dimension: int, payload: dict[str, np.ndarray], *,
-                     private: bool = False, progress: bool = True) -> HnswlibIndex:
-        meta = json.loads(str(payload["meta"]))
-        index = cls(dimension, M=meta["M"], ef_construction=meta["ef_construction"],
-                    ef=meta["ef"], private=private, progress=progress)
-        index._restore(payload)
+    def from_archive(cls, dimension: int, archive: SavedArchive, *, private: bool = False,
+                     progress: bool = True) -> HnswlibIndex:
+        """The index saved in ``archive``. hnswlib reads its file without any check (a wrong id
+        is followed out of bounds at search time), so the file is first parsed and checked
+        against the stored keys' count and dimension and the saved settings
+        (:func:`~fastmwem.indices._ann_files.check_hnswlib_blob`). That check, rather than a
+        SHA-256 of the graph kept in the settings, is what protects: a checksum catches damage
+        but not a hostile file, whose author recomputes it."""
+        store = _saved_store(dimension, archive, "hnsw", private)
+        n = store.n_keys
+        meta = _settings(archive, ("M", "ef_construction", "ef"))
+        m = _setting_int(meta["M"], "M", 2, 10_000)  # hnswlib caps M at 10,000
+        ef_construction = _setting_int(meta["ef_construction"], "ef_construction", 1,
+                                       _ef_limit(n))
+        ef = None if meta["ef"] is None else _setting_int(meta["ef"], "ef", 1, _ef_limit(n))
+        archive.check("hnsw", "u", (None,), (1,))
+        blob = archive.read("hnsw")
+        check_hnswlib_blob(blob, dimension, n, m, ef_construction)
+        index = cls(dimension, M=m, ef_construction=ef_construction, ef=ef, private=private,
+                    progress=progress)
+        index._store = store
+        # a fresh, uninitialised hnswlib index: loading into the built one warns on stderr
+        index._index = require_ann("hnswlib").Index(space="ip", dim=dimension)
         fd, tmp = tempfile.mkstemp(suffix=".hnsw")
         try:
             with os.fdopen(fd, "wb") as handle:
-                handle.write(np.asarray(payload["hnsw"], dtype=np.uint8).tobytes())
-            index._index.load_index(tmp, max_elements=index.n_keys)
+                handle.write(blob.tobytes())
+            index._index.load_index(tmp, max_elements=n)
+        except RuntimeError:
+            raise IndexFileError("hnswlib cannot read its graph") from None
         finally:
             os.unlink(tmp)
         return index

@@ -11,6 +11,7 @@ import numpy as np
 from fastmwem._validation import check_int
 from fastmwem.indices._checks import check_dimension, check_keys, real_matrix, row_blocks
 from fastmwem.indices._common import ExactScanIndex
+from fastmwem.indices._saved import IndexFileError, SavedArchive
 from fastmwem.indices._topk import U64, best_k, gamma
 
 __all__ = ["BitPackedIndex", "numba_available"]
@@ -319,9 +320,16 @@ class BitPackedIndex(ExactScanIndex):
         return {"packed": self.packed}
 
     @classmethod
-    def from_payload(cls, dimension: int, payload: dict[str, np.ndarray], *,
+    def from_archive(cls, dimension: int, archive: SavedArchive, *, prefix: str = "",
                      private: bool = False, backend: str = "auto",
                      threads: int | None = None) -> BitPackedIndex:
+        """The index saved in ``archive`` (its keys ``<prefix>packed``, checked before reading)."""
+        if not prefix:
+            archive.expect({"format", "kind", "dimension", "packed"})
         index = cls(dimension, private=private, backend=backend, threads=threads)
-        index.add_packed(payload["packed"])
+        archive.check(f"{prefix}packed", "u", (None, index.n_bytes), (1,))
+        try:
+            index.add_packed(archive.read(f"{prefix}packed"))
+        except (ValueError, TypeError) as exc:
+            raise IndexFileError(f"its keys are invalid: {exc}") from None
         return index

@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import os
-import zipfile
 
-import numpy as np
-
+from fastmwem._validation import check_int
 from fastmwem.indices._checks import check_dimension, check_keys
 from fastmwem.indices._common import FORMAT, IndexBase
+from fastmwem.indices._saved import (
+    MAX_INDEX_BYTES,
+    IndexFileError,
+    SavedArchive,
+    check_regular_file,
+    file_error,
+)
 from fastmwem.indices.ann import FaissIndex, HnswlibIndex
 from fastmwem.indices.bitpacked import BitPackedIndex
 from fastmwem.indices.flat import FlatIndex
 
-__all__ = ["make_index", "load_index", "INDEX_SPECS"]
+__all__ = ["make_index", "load_index", "INDEX_SPECS", "IndexFileError", "MAX_INDEX_BYTES"]
 
 #: The names ``make_index`` accepts (``faiss:`` takes any faiss index_factory string).
 INDEX_SPECS = ("flat", "bitpacked", "faiss:<factory string>", "hnswlib")
@@ -63,34 +68,47 @@ def make_index(spec: str, keys: object = None, *, dimension: int | None = None,
 
 
 _CLASSES = {cls.kind: cls for cls in (FlatIndex, BitPackedIndex, FaissIndex, HnswlibIndex)}
+# faiss and hnswlib take 32-bit dimensions
+_MAX_DIMENSION = 2**31 - 1
 
 
-def load_index(path: str | os.PathLike[str], **options: object) -> IndexBase:
-    """Load an index written by ``save`` (``options`` as for ``make_index``, e.g. ``backend``)."""
-    if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
-    name = os.fspath(path)
-    if os.path.isdir(name):
-        raise ValueError(f"path {name!r} is a directory, not a saved index")
-    if os.path.exists(name) and not os.path.isfile(name):
-        raise ValueError(f"path {name!r} is not a regular file (a FIFO, device or socket)")
+def load_index(path: str | os.PathLike[str], *, max_bytes: int = MAX_INDEX_BYTES,
+               **options: object) -> IndexBase:
+    """Load an index written by ``save`` (``options`` as for ``make_index``, e.g. ``backend``).
+
+    The file is not trusted: its archive members, their sizes, dtypes and shapes are checked
+    before any array is read (a member may not be compressed, so nothing expands beyond the
+    file), and a FAISS or hnswlib structure is parsed and checked before the library reads it
+    (see :mod:`fastmwem.indices._ann_files`). Whether the loaded index is exact comes from what
+    was loaded (the keys, or the FAISS structure's own type), never from its settings.
+
+    Args:
+        path: the file.
+        max_bytes: refuse a file whose arrays hold more bytes (default 16 GiB).
+        **options: passed to the index class.
+
+    Raises:
+        IndexFileError: (a ``ValueError``) the file is missing, unreadable, or not a saved
+            fastmwem index this version can check: ``"<path> is not a saved fastmwem index:
+            <reason>"``.
+    """
+    name = check_regular_file(path)
+    limit = check_int(max_bytes, "max_bytes", minimum=1)
     try:
-        with np.load(name, allow_pickle=False) as archive:
-            payload = {key: archive[key] for key in archive.files}
-    except FileNotFoundError:
-        raise ValueError(f"path {name!r} does not exist") from None
+        with SavedArchive(name, limit) as archive:
+            if archive.text("format") != FORMAT:
+                raise IndexFileError(f"it is not in format {FORMAT}")
+            kind = archive.text("kind")
+            if kind not in _CLASSES:
+                raise IndexFileError(f"it holds an unknown index kind {kind[:40]!r}")
+            dimension = archive.integer("dimension")
+            if not 1 <= dimension <= _MAX_DIMENSION:
+                raise IndexFileError(f"its dimension must lie in 1..{_MAX_DIMENSION}")
+            return _CLASSES[kind].from_archive(dimension, archive, **options)
+    except IndexFileError as exc:
+        raise file_error(exc, name) from None
+    except PermissionError as exc:
+        raise IndexFileError(f"it cannot be read: {exc.strerror}", name) from None
     except OSError as exc:
-        if exc.strerror:  # the file system's own refusal, such as a permission
-            raise ValueError(f"path {name!r} cannot be read: {exc.strerror}") from None
-        raise ValueError(f"path {name!r} is not a saved index") from None
-    except (ValueError, zipfile.BadZipFile, EOFError):
-        # numpy's own message may advise allow_pickle=True, which would run code from the file
-        raise ValueError(f"path {name!r} is not a saved index (not an .npz archive written by "
-                         "save())") from None
-    if "format" not in payload or str(payload["format"]) != FORMAT:
-        raise ValueError(f"path {name!r} is not a saved index (format {FORMAT})")
-    kind = str(payload.pop("kind"))
-    if kind not in _CLASSES:
-        raise ValueError(f"path {name!r} holds an unknown index kind {kind!r}")
-    dimension = int(payload.pop("dimension"))
-    return _CLASSES[kind].from_payload(dimension, payload, **options)
+        raise IndexFileError(f"it cannot be read: {exc.strerror or 'input/output error'}",
+                             name) from None

@@ -8,6 +8,7 @@ import numpy as np
 
 from fastmwem.indices._checks import check_dimension, check_keys, row_blocks
 from fastmwem.indices._common import ExactScanIndex
+from fastmwem.indices._saved import IndexFileError, SavedArchive
 from fastmwem.indices._topk import U32, U64, gamma, holder_bound, update_norms
 
 __all__ = ["FlatIndex", "exact_dot"]
@@ -131,8 +132,15 @@ class FlatIndex(ExactScanIndex):
         return {"keys": self._keys}
 
     @classmethod
-    def from_payload(cls, dimension: int, payload: dict[str, np.ndarray], *,
+    def from_archive(cls, dimension: int, archive: SavedArchive, *, prefix: str = "",
                      private: bool = False) -> FlatIndex:
+        """The index saved in ``archive`` (its keys ``<prefix>keys``, checked before reading)."""
+        if not prefix:
+            archive.expect({"format", "kind", "dimension", "keys"})
+        archive.check(f"{prefix}keys", "f", (None, dimension), (4, 8))
         index = cls(dimension, private=private)
-        index.add(payload["keys"])
+        try:
+            index.add(archive.read(f"{prefix}keys"))
+        except (ValueError, TypeError) as exc:
+            raise IndexFileError(f"its keys are invalid: {exc}") from None
         return index

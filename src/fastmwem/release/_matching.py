@@ -31,6 +31,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from fastmwem._jit import njit_cached
 from fastmwem._validation import check_int
 
 try:
@@ -214,7 +215,7 @@ def _layout(codes: np.ndarray, shape: np.ndarray, sets: Sequence[tuple[int, ...]
 
 def _compiled(function: Callable[..., object]) -> Callable[..., object]:
     """``function`` compiled lazily (at its first call) by numba, when installed."""
-    return function if njit is None else njit(cache=True)(function)
+    return function if njit is None else njit_cached(function)
 
 
 @_compiled

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from fastmwem._jit import njit_cached
+
 __all__ = ["fit_queries"]
 
 try:
@@ -58,7 +60,7 @@ _compiled = None
 def _kernel():
     global _compiled
     if _compiled is None and njit is not None:
-        _compiled = njit(cache=True, nogil=True)(_fit_loop)
+        _compiled = njit_cached(_fit_loop, nogil=True)
     return _compiled
 
 

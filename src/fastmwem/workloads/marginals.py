@@ -33,6 +33,12 @@ class Marginals(LinearWorkload):
     Each marginal is one group: one record adds 1 to exactly one of its cells, so a group's L1
     sensitivity is 1 and the per-query sensitivity is 1.
 
+    Args:
+        domain: the histogram's domain.
+        attribute_sets: one entry per marginal: a list or tuple of attribute names (or one
+            name). A bare string is refused (``TypeError``): it could mean one attribute or
+            each of its characters.
+
     >>> d = Domain(["a", "b", "c"], [2, 2, 3])
     >>> w = Marginals.all_kway(d, 2)
     >>> w.n_groups, w.n_queries
@@ -49,6 +55,15 @@ class Marginals(LinearWorkload):
     def __init__(self, domain: Domain, attribute_sets: Iterable[Sequence[str]]) -> None:
         if not isinstance(domain, Domain):
             raise TypeError(f"domain must be a Domain, got {type(domain).__name__}")
+        if isinstance(attribute_sets, (str, bytes)):
+            # Iterating a string would give one-way marginals on its characters: "ab" names
+            # either the attribute "ab" or the attributes "a" and "b", so it is refused.
+            raise TypeError(
+                f"attribute_sets must be a list of attribute sets, not a bare "
+                f"{type(attribute_sets).__name__} ({attribute_sets!r}): pass "
+                f"[{attribute_sets!r}] for the marginal on that one attribute, or "
+                f"list({attribute_sets!r}) for a one-way marginal on each of its characters"
+            )
         self.domain = domain
         sets: list[tuple[int, ...]] = []
         for attrs in attribute_sets:

@@ -79,12 +79,26 @@ def test_overspend_refused_before_data_is_touched(method):
 
 
 @pytest.mark.parametrize("method", ["atom", "random-atom", "metropolis"])
-def test_charged_before_loss_is_evaluated(method):
+def test_charged_before_loss_is_evaluated_off_the_probe_points(method):
+    # Before the charge the loss sees only the space's public probe points (its contract is
+    # checked there); every other evaluation comes after the charge.
     acc = Accountant(epsilon=3, delta=0.5)
-    mech = _mech(CountingLoss(fail=True))
+    seen = []
+
+    def loss(points):
+        seen.append((acc.spent().epsilon, points.copy()))
+        return np.abs(points[:, 0] - 0.3)
+
+    mech = _mech(loss)
     opts = {"steps": 30, "beta": 0.5} if method == "metropolis" else {}
+    mech.sample(rng=0, method=method, accountant=acc, **opts)
+    assert acc.spent().epsilon == 1 and len(seen) > 1
+    assert seen[0][0] == 0
+    np.testing.assert_array_equal(seen[0][1], mech.space.probe_points())
+    assert all(spent == 1 for spent, _ in seen[1:])
+    # A loss that raises there (it breaks its contract for every dataset) spends nothing.
     with pytest.raises(RuntimeError, match="data touched"):
-        mech.sample(rng=0, method=method, accountant=acc, **opts)
+        _mech(CountingLoss(fail=True)).sample(rng=0, method=method, accountant=acc, **opts)
     assert acc.spent().epsilon == 1
 
 

@@ -15,6 +15,7 @@ literal kernel has another atom weight), and no runtime-privacy claim for the re
 sampler (the paper's Corollary 2 does not hold exactly).
 """
 
+from fastmwem.mechanisms.continuous._common import MAX_BATCH_BYTES
 from fastmwem.mechanisms.continuous.density import ExponentialDensity
 from fastmwem.mechanisms.continuous.design import AtomDesign, atom_design
 from fastmwem.mechanisms.continuous.draws import ContinuousDraw, ContinuousDraws
@@ -53,6 +54,7 @@ __all__ = [
     "ExponentialDensity",
     "LaplaceExit",
     "LaplaceProposal",
+    "MAX_BATCH_BYTES",
     "METHODS",
     "MeanL1Loss",
     "RidgeGradientLoss",

@@ -4,16 +4,35 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 
 from fastmwem._validation import check_int
 from fastmwem.accounting import Accountant, PrivacyEvent
 
-__all__ = ["check_size", "check_progress", "charge_draws", "Progress"]
+__all__ = ["MAX_BATCH_BYTES", "check_size", "check_memory", "check_progress", "charge_draws",
+           "Progress"]
+
+#: Working memory one sampler call may plan for. The samplers hold about ``4 d + 16`` float64
+#: words per draw (points, proposals, densities, counters); a batch needing more is refused before
+#: the charge, since running out of memory after it would waste the budget.
+MAX_BATCH_BYTES = 2**30
 
 
-def check_size(size: object) -> int | None:
-    """``None`` (one draw) or the number of draws, an int >= 1."""
-    return None if size is None else check_int(size, "size", minimum=1)
+def check_size(size: object, dim: int = 1) -> int | None:
+    """``None`` (one draw) or the number of draws, an int >= 1 within :data:`MAX_BATCH_BYTES`."""
+    if size is None:
+        return None
+    n = check_int(size, "size", minimum=1)
+    check_memory(n * (4 * dim + 16), f"size={n} draws in dimension {dim}")
+    return n
+
+
+def check_memory(words: int, what: str) -> None:
+    """Refuse (``ValueError``) a call whose arrays would hold more than ``MAX_BATCH_BYTES``."""
+    if 8 * words > MAX_BATCH_BYTES:
+        raise ValueError(f"{what} would need about {8 * words / 2**30:.3g} GiB of working memory, "
+                         f"more than the {MAX_BATCH_BYTES / 2**30:g} GiB one call may use "
+                         "(MAX_BATCH_BYTES); draw in several calls")
 
 
 def check_progress(progress: object) -> bool | None:
@@ -24,12 +43,37 @@ def check_progress(progress: object) -> bool | None:
 
 
 def charge_draws(accountant: Accountant | None, event: PrivacyEvent, label: str,
-                 count: int) -> None:
-    """Charge ``count`` draws of ``event`` at once (all or nothing) before the loss is evaluated."""
-    if accountant is None:
-        return
-    if not isinstance(accountant, Accountant):
+                 count: int, check: Callable[[], None] | None = None) -> None:
+    """Charge ``count`` draws of ``event`` at once (all or nothing) before the loss is evaluated.
+
+    ``check`` (the loss's contract on public points, which calls the loss) runs once the charge
+    is known to fit and before it is made: a refused charge never touches the data, and a loss
+    that breaks its contract is refused before any budget is spent.
+    """
+    if accountant is not None and not isinstance(accountant, Accountant):
         raise TypeError(f"accountant must be an Accountant, got {type(accountant).__name__}")
+    refused = accountant is not None and not _fits(accountant, event, count)
+    if refused:
+        # The accountant raises its own BudgetExceededError and spends nothing. (Were it to
+        # accept after all, the draws would simply go on, charged, with the check after it.)
+        _charge(accountant, event, label, count)
+    if check is not None:
+        check()
+    if accountant is not None and not refused:
+        _charge(accountant, event, label, count)
+
+
+def _fits(accountant: Accountant, event: PrivacyEvent, count: int) -> bool:
+    if count == 1:
+        return accountant.can_afford(event)
+    # The accountant's own cost and test, ``count`` times the event (additive in every currency
+    # the accountant composes in); a ValueError (an event it cannot take) surfaces here.
+    cost = accountant._cost(event)
+    spent = accountant._spent()
+    return accountant._fits(tuple(s + count * c for s, c in zip(spent, cost)))
+
+
+def _charge(accountant: Accountant, event: PrivacyEvent, label: str, count: int) -> None:
     if count == 1:
         accountant.compose(event, label=label)
     else:

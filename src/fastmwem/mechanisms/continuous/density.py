@@ -25,7 +25,8 @@ class ExponentialDensity:
 
     Args:
         loss: vectorised loss: an array of shape (n, d) -> n finite losses >= 0. It holds the
-            data; the samplers call it only after the privacy budget is charged.
+            data; the samplers call it only after the privacy budget is charged, apart from a
+            check on public points just before the charge (see :meth:`check_loss`).
         sensitivity: a bound on ``|loss_X(y) - loss_X'(y)|`` over neighbours and points (> 0).
         epsilon: privacy parameter (> 0).
         space: the output space (:class:`Box`, :class:`Ball`).
@@ -64,20 +65,48 @@ class ExponentialDensity:
         return BoundedRange(self.epsilon)
 
     def evaluate_loss(self, points: object) -> np.ndarray:
-        """The loss at ``points`` (n, d), checked: shape (n,), finite, >= 0."""
+        """The loss at ``points`` (n, d), checked: shape (n,), finite, >= 0.
+
+        The loss holds the data, so a refusal names the rule broken, never a loss value or the
+        shape returned (a loss returning one value per record would show the record count).
+        """
         pts = as_points(points, self.dim)
-        out = np.asarray(self.loss(pts), dtype=np.float64)
+        try:
+            out = np.asarray(self.loss(pts), dtype=np.float64)
+        except (TypeError, ValueError):  # numpy's message would quote what the loss returned
+            raise TypeError("loss must return real numbers, one per point") from None
         if out.shape != (pts.shape[0],):
             out = out.reshape(-1) if out.size == pts.shape[0] else out
             if out.shape != (pts.shape[0],):
-                raise ValueError(
-                    f"loss must return one value per point, shape ({pts.shape[0]},), got {out.shape}"
-                )
+                raise ValueError(f"loss must return one value per point: shape "
+                                 f"({pts.shape[0]},) for {pts.shape[0]} points")
         if not np.all(np.isfinite(out)):
             raise ValueError("loss must return finite values, got a non-finite loss")
         if np.any(out < 0):
-            raise ValueError(f"loss must be >= 0, got {float(out.min())}")
+            raise ValueError("loss must be >= 0, got a negative loss")
         return out
+
+    def check_loss(self, points: object = None) -> None:
+        """Check the loss on public points before a sampler charges the budget.
+
+        The points are the space's :meth:`~Space.probe_points` (fixed, data-independent) and
+        ``points`` (the caller's own public points, if any). A loss that returns other than
+        finite values >= 0, one per point, breaks the mechanism's contract, which must hold for
+        every dataset; such a loss is a caller's bug, refused here before any budget is spent.
+        Whether the check passes is therefore part of the contract, not a release: for a loss
+        that meets it, the check passes whatever the data. Points the samplers draw later can
+        still find a bad value after the charge; the refusal then names only the rule broken.
+        These few evaluations are made once per call, whatever the data, and are not counted in
+        the draws' ``loss_evaluations``.
+
+        Raises:
+            ValueError: a non-finite or negative loss, or not one value per point.
+            TypeError: the loss returns something other than real numbers.
+        """
+        probes = self.space.probe_points()
+        if points is not None:
+            probes = np.concatenate([probes, as_points(points, self.dim)])
+        self.evaluate_loss(probes)
 
     def log_weight(self, points: object, *, epsilon: float | None = None) -> np.ndarray:
         """``log g(y) = -epsilon * loss(y) / (2 * sensitivity)`` (<= 0) at ``points``."""

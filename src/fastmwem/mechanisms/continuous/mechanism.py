@@ -46,7 +46,9 @@ class ContinuousExponentialMechanism(ExponentialDensity):
 
     Args:
         loss: vectorised loss: an array of shape (n, d) -> n finite losses >= 0. It holds the
-            data; the mechanism calls it only after the privacy budget is charged.
+            data; the mechanism calls it only after the privacy budget is charged, apart from a
+            check of this contract on public points just before the charge (a loss that breaks
+            it is refused then; see :meth:`~ExponentialDensity.check_loss`).
         sensitivity: the bound above (> 0).
         epsilon: privacy parameter (> 0).
         space: the output space (:class:`Box`, :class:`Ball`).
@@ -76,7 +78,11 @@ class ContinuousExponentialMechanism(ExponentialDensity):
 
     def sample_many(self, n: int, *, rng: object = None, method: str = "atom",
                     accountant: Accountant | None = None, **options: object) -> ContinuousDraws:
-        """``n`` independent draws, vectorised across draws; the accountant is charged ``n`` times."""
+        """``n`` independent draws, vectorised across draws; the accountant is charged ``n`` times.
+
+        A batch whose working memory would pass ``MAX_BATCH_BYTES`` (1 GiB) is refused with a
+        ``ValueError`` before the charge: draw it in several calls.
+        """
         sampler = self._sampler(method)
         return sampler(self, size=n, rng=rng, accountant=accountant,  # type: ignore[return-value]
                        **options)

@@ -132,12 +132,12 @@ def metropolis(mech: ExponentialDensity, *, size: int | None = None,
         beta: a minorisation constant valid for all datasets, in (0, 1].
         start: a fixed data-independent start point; default a fresh uniform point per chain.
     """
-    n = check_size(size)
     proposal = UniformProposal() if proposal is None else proposal
     if not isinstance(proposal, (UniformProposal, LaplaceProposal)):
         raise TypeError(f"proposal must be UniformProposal or LaplaceProposal, got {proposal!r}")
     if not isinstance(mech, ExponentialDensity):
         raise TypeError(f"mech must be a ContinuousExponentialMechanism, got {type(mech).__name__}")
+    n = check_size(size, mech.dim)
     b = doeblin_constant(mech, proposal) if beta is None else _check_beta(beta)
     if (steps is None) == (delta is None):
         raise ValueError("give exactly one of steps and delta")
@@ -154,7 +154,8 @@ def metropolis(mech: ExponentialDensity, *, size: int | None = None,
     gen = make_rng(rng)
     event = ApproxDP(mech.epsilon, delta_m)
     count = n or 1
-    charge_draws(accountant, event, "continuous exponential mechanism (metropolis)", count)
+    charge_draws(accountant, event, "continuous exponential mechanism (metropolis)", count,
+                 check=lambda: mech.check_loss(fixed_start))
 
     space = mech.space
     x = (space.uniform(count, rng=gen) if fixed_start is None

@@ -30,7 +30,12 @@ import numpy as np
 
 from fastmwem._validation import check_int
 from fastmwem.accounting import Accountant, BoundedRange, PureDP
-from fastmwem.mechanisms.continuous._common import charge_draws, check_progress, check_size
+from fastmwem.mechanisms.continuous._common import (
+    charge_draws,
+    check_memory,
+    check_progress,
+    check_size,
+)
 from fastmwem.mechanisms.continuous.density import ExponentialDensity
 from fastmwem.mechanisms.continuous.design import atom_design, discrete_epsilon
 from fastmwem.mechanisms.continuous.draws import ContinuousDraw, ContinuousDraws
@@ -67,7 +72,8 @@ def atom_perfect(mech: ExponentialDensity, *, size: int | None = None,
         mech: the mechanism.
         size: ``None`` for one :class:`ContinuousDraw`, or ``n`` for :class:`ContinuousDraws`.
         rng: seed or Generator.
-        accountant: charged ``size`` times (atomically) before the loss is evaluated.
+        accountant: charged ``size`` times (atomically) before the loss is evaluated (but
+            for its check on public points, ``ExponentialDensity.check_loss``).
         w, kappa, k, normalising_constant, normalising_constant_lower, proposal, exit: kernel
             options, see :func:`atom_design`.
         progress: a progress bar on stderr: ``None`` (default) shows one only if the call runs
@@ -79,14 +85,15 @@ def atom_perfect(mech: ExponentialDensity, *, size: int | None = None,
     Source: Seeman, Reimherr and Slavkovic, arXiv:2204.01132, Thm 2 / Algorithm 2, with the
     corrected kernel of :mod:`~fastmwem.mechanisms.continuous.design`.
     """
-    n = check_size(size)
     check_progress(progress)
     design = atom_design(mech, w=w, kappa=kappa, k=k, normalising_constant=normalising_constant,
                          normalising_constant_lower=normalising_constant_lower,
                          proposal=proposal, exit=exit)
+    n = check_size(size, mech.dim)
     gen = make_rng(rng)
     event = BoundedRange(mech.epsilon)
-    charge_draws(accountant, event, "continuous exponential mechanism (atom_perfect)", n or 1)
+    charge_draws(accountant, event, "continuous exponential mechanism (atom_perfect)", n or 1,
+                 check=mech.check_loss)
     out = first_exits(mech, design, n or 1, gen, progress=progress)
     draws = ContinuousDraws(
         values=out["values"], proposals=out["proposals"], runs=out["runs"],
@@ -133,10 +140,10 @@ def random_atom_perfect(mech: ExponentialDensity, *, size: int | None = None,
     ``kappa`` (variant U) the discrete part at the whole ``epsilon`` would be only
     ``1.5 epsilon``-DP.
     """
-    n = check_size(size)
     design = atom_design(mech, w=w, kappa=kappa, k=k, normalising_constant=normalising_constant,
                          normalising_constant_lower=normalising_constant_lower,
                          proposal=proposal, exit=exit)
+    n = check_size(size, mech.dim)
     fixed = None
     if points is not None:
         fixed = as_points(points, mech.dim, "points")
@@ -145,11 +152,13 @@ def random_atom_perfect(mech: ExponentialDensity, *, size: int | None = None,
         ell = fixed.shape[0]
     else:
         ell = check_int(n_points, "n_points", minimum=1)
+    # A chunk of draws holds its candidates, their weights and Gumbel noise: at least one draw's.
+    check_memory(3 * ell * (mech.dim + 2), f"n_points={ell} candidates in dimension {mech.dim}")
     gen = make_rng(rng)
     eps_disc = discrete_epsilon(design, mech.epsilon)
     event = PureDP(mech.epsilon)
     charge_draws(accountant, event, "continuous exponential mechanism (random_atom_perfect)",
-                 n or 1)
+                 n or 1, check=lambda: mech.check_loss(fixed))
     count = n or 1
     out = atom_runs(mech, design, count, gen, pad=True)
     values = out["values"]

@@ -18,6 +18,9 @@ from fastmwem.random import make_rng
 
 __all__ = ["Space", "Box", "Ball", "as_points"]
 
+# Where the probe points sit along a segment of the space (0 and 1 are its ends).
+_PROBE_STEPS = np.array([0.0, 0.25, 0.5, 0.75, 1.0])
+
 
 def as_points(points: object, dim: int, name: str = "points") -> np.ndarray:
     """Return ``points`` as a float64 array of shape (n, dim); a single point (dim,) becomes (1, dim)."""
@@ -55,6 +58,11 @@ class Space(abc.ABC):
     @abc.abstractmethod
     def interior_point(self) -> np.ndarray:
         """A fixed, data-independent point of the space (used to pad work)."""
+
+    def probe_points(self) -> np.ndarray:
+        """Fixed, data-independent points of the space, shape (n, d), at which a sampler checks
+        the loss before it charges the budget (here: the interior point)."""
+        return self.interior_point[None, :].copy()
 
     @abc.abstractmethod
     def contains(self, points: object) -> np.ndarray:
@@ -145,6 +153,11 @@ class Box(Space):
     def interior_point(self) -> np.ndarray:
         return (self.lower + self.upper) / 2.0
 
+    def probe_points(self) -> np.ndarray:
+        """Five points of the main diagonal, from ``lower`` to ``upper`` (both corners)."""
+        points = self.lower + _PROBE_STEPS[:, None] * (self.upper - self.lower)
+        return np.clip(points, self.lower, self.upper)  # rounding must not leave the box
+
     def contains(self, points: object) -> np.ndarray:
         """Boolean mask of the points (shape (n, d)) that lie in the closed box."""
         pts = as_points(points, self.dim)
@@ -215,6 +228,17 @@ class Ball(Space):
     @property
     def interior_point(self) -> np.ndarray:
         return self.center.copy()
+
+    def probe_points(self) -> np.ndarray:
+        """Five points of a diameter along ``(1, ..., 1)``: both ends, the center and halfway."""
+        direction = np.full(self.dim, self.radius / math.sqrt(self.dim))
+        points = self.center + (2.0 * _PROBE_STEPS[:, None] - 1.0) * direction
+        # Rounding may put an end a hair outside the sphere: pull it back along the diameter
+        # (or, should that not do, to the center).
+        outside = ~self.contains(points)
+        points[outside] = self.center + (points[outside] - self.center) * (1.0 - 1e-9)
+        points[~self.contains(points)] = self.center
+        return points
 
     def contains(self, points: object) -> np.ndarray:
         pts = as_points(points, self.dim)
