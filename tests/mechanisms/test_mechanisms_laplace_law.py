@@ -1,9 +1,12 @@
 """Laplace (KS) and two-sided geometric (chi-square) output laws, with power checks.
 
-Laplace: Kolmogorov-Smirnov against scipy.stats.laplace at ALPHA_KS = 1e-6 (OpenDP's level); a
-noise scale off by +-30% must be rejected (Tumult's check). Geometric: Pearson chi-square against
-the exact two-sided geometric pmf at ALPHA_CHI2 = 1e-4; epsilon off by +-30% and by 10% must be
-rejected. Samples come from the public ``release`` on an array (one independent draw per entry).
+Laplace: real values get discrete Laplace noise on a grid of 2**-10 of the sensitivity (the
+exact law is checked in test_mechanisms_discrete_law.py); at that resolution the output must
+still pass Kolmogorov-Smirnov against scipy.stats.laplace at ALPHA_KS = 1e-6 (OpenDP's level),
+and a noise scale off by +-30% must be rejected (Tumult's check). Geometric: Pearson chi-square
+against the exact two-sided geometric pmf at ALPHA_CHI2 = 1e-4; epsilon off by +-30% and by 10%
+must be rejected. Samples come from the public ``release`` on an array (one independent draw per
+entry).
 """
 
 from __future__ import annotations
