@@ -14,12 +14,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Iterable, Mapping
 from fractions import Fraction
 
 from fastmwem.accounting import entry_from_record
 
-__all__ = ["StateError", "genesis", "entry_hash", "walk", "check_budgets"]
+__all__ = ["StateError", "genesis", "entry_hash", "walk", "check_budgets", "check_sqlite_file",
+           "check_no_journal"]
+
+_SQLITE_HEADER = b"SQLite format 3\x00"
 
 
 class StateError(ValueError):
@@ -109,3 +113,38 @@ def check_budgets(budgets: Mapping[str, tuple[str, str]], analyst_ids: Iterable[
         if used != spent.get(i, Fraction(0)) or used > budget:
             raise StateError(f"the spent total of analyst {i} differs from the sum of its "
                              "ledger entries (edited); refusing to serve")
+
+
+def check_sqlite_file(fd: int, what: str) -> None:
+    """An existing state file (open as ``fd``, ``what`` naming it) must be a SQLite database,
+    reached by one name only: SQLite keeps the write-ahead log beside the name it was opened by,
+    so a second name (a hard link) would have a journal of its own and see another ledger.
+
+    Raises:
+        StateError: the file is empty, not a SQLite database, or has several names.
+    """
+    info = os.fstat(fd)
+    if info.st_size == 0:
+        raise StateError(f"{what} is empty (0 bytes): it is not a fastmwem state and is never "
+                         "reinitialised. Restore it from a backup, or delete it if a first start "
+                         "was interrupted")
+    if os.pread(fd, len(_SQLITE_HEADER), 0) != _SQLITE_HEADER:
+        raise StateError(f"{what} is not a SQLite database: not a fastmwem state")
+    if info.st_nlink > 1:
+        raise StateError(f"{what} has {info.st_nlink} names (hard links): SQLite keeps a journal "
+                         "per name, so each would see another ledger; remove the other links "
+                         "and serve it by one name")
+
+
+def check_no_journal(path: str, what: str) -> None:
+    """A new state file must have no write-ahead log beside it: SQLite would replay a stale
+    one (left by a deleted state) into the new database.
+
+    Raises:
+        StateError: a non-empty ``path-wal`` exists.
+    """
+    journal = path + "-wal"
+    if os.path.exists(journal) and os.path.getsize(journal) > 0:
+        raise StateError(f"{what} does not exist but its write-ahead log {journal!r} does (a "
+                         "state deleted without it?): restore the state, or remove the log to "
+                         "start a new one")

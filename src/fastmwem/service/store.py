@@ -387,9 +387,6 @@ class _Cursor:
         return list(self._cursor.fetchall())  # type: ignore[attr-defined]
 
 
-_SQLITE_HEADER = b"SQLite format 3\x00"
-
-
 class SQLiteStore(Store):
     """A state file in SQLite's WAL mode (readers never block the one writer)."""
 
@@ -494,25 +491,16 @@ class SQLiteStore(Store):
             raise RuntimeError(f"another server is serving {self.path!r} (its database file "
                                "is locked)") from None
         try:
-            if not created:
-                self._check_file(fd)
+            if created:
+                chain.check_no_journal(self.path, self.describe())
+            else:
+                chain.check_sqlite_file(fd, self.describe())
         except BaseException:
+            if created:
+                os.unlink(self.path)
             handle.close()
             raise
         self._held, self._created = handle, created
-
-    def _check_file(self, fd: int) -> None:
-        info = os.fstat(fd)
-        if info.st_size == 0:
-            raise StateError(f"{self.describe()} is empty (0 bytes): it is not a fastmwem state "
-                             "and is never reinitialised. Restore it from a backup, or delete "
-                             "it if a first start was interrupted")
-        if os.pread(fd, len(_SQLITE_HEADER), 0) != _SQLITE_HEADER:
-            raise StateError(f"{self.describe()} is not a SQLite database: not a fastmwem state")
-        if info.st_nlink > 1:
-            raise StateError(f"{self.describe()} has {info.st_nlink} names (hard links): SQLite "
-                             "keeps a journal per name, so each would see another ledger; "
-                             "remove the other links and serve it by one name")
 
 
 class PostgresStore(Store):
