@@ -500,7 +500,8 @@ class PMWSession:
         A step the state refuses (:func:`mw_steps`) moves nothing. That cannot happen for a
         query that passed :func:`_on_grid`'s scale check (every factor lies within e^(+-1));
         should it happen, the measurement is still released and counted, which keeps the
-        accounting exact (the epoch paid for it), and a resume skips the step the same way.
+        accounting exact (the epoch paid for it), it is left out of later reuse passes, and a
+        resume skips it the same way.
         """
         measured = [*self._measured, (vector, value)]
         steps = [(vector, value)] + [m for _ in range(self.config.reuse_passes) for m in measured]
@@ -510,6 +511,7 @@ class PMWSession:
             warnings.warn("PMWSession: a multiplicative-weights step was refused (it would "
                           "leave the distribution non-finite); the distribution is unchanged",
                           RuntimeWarning, stacklevel=3)
+            return
         self._measured = measured
 
     def _mw(self) -> MWState:
