@@ -22,7 +22,7 @@ rests on and measures the distance where it can be computed:
    ``2**-53`` (its TV is at most the sum over the coins).
 7. A Monte Carlo check of the real sampler against the softmax (resolution ~1e-3 only).
 
-Default run: about 20-40 s, one core. Writes ``results/float_selection_bound.json`` and ``.png``.
+Default run: about 10-20 s, one core. Writes ``results/float_selection_bound.json`` and ``.png``.
 """
 
 from __future__ import annotations
@@ -332,7 +332,7 @@ def plot(result: dict, path: str) -> None:
     ax.plot(ms, [r["tau"] for r in table], "o-", label="tau(m), proven")
     ax.plot(ms, [r["delta"]["1.0"] for r in table], "s--", label="delta at epsilon = 1")
     worst = max(r["tv_over_m_step"] for r in grids if r["bits"] == max(x["bits"] for x in grids))
-    ax.plot(ms, [worst * m * UNIT for m in ms], "^:", label="measured TV per m at b = 20, x m 2^-53")
+    ax.plot(ms, [worst * m * UNIT for m in ms], "^:", label="quantisation part measured at b = 20, as m 2^-53")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("candidates m")
