@@ -92,3 +92,23 @@ def test_serve_refuses_a_state_file_that_is_not_a_state(tmp_path, capsys, conten
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1 and "Traceback" not in err
     assert (tmp_path / "s.db").read_bytes() == content  # never reinitialised
+
+
+def test_serve_refused_state_leaves_no_new_token_file(tmp_path, capsys):
+    # The admin token file is written only once the state was accepted.
+    (tmp_path / "s.db").write_bytes(b"")
+    assert _serve(tmp_path) == 2
+    assert "is empty (0 bytes)" in capsys.readouterr().err
+    assert not (tmp_path / "admin").exists()
+
+
+def test_serve_refuses_a_token_file_in_a_missing_folder(tmp_path, capsys):
+    csv = tmp_path / "d.csv"
+    csv.write_text("a,b\n0,1\n")
+    domain = tmp_path / "d.json"
+    domain.write_text(json.dumps({"a": 2, "b": 2}))
+    code = main(["serve", str(csv), "--domain", str(domain), "--epsilon", "1", "--state",
+                 str(tmp_path / "s.db"), "--admin-token-file", str(tmp_path / "no" / "admin")])
+    assert code == 2
+    assert "must exist and be writable" in capsys.readouterr().err
+    assert not (tmp_path / "s.db").exists()

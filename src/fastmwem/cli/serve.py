@@ -62,22 +62,36 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=run)
 
 
-def _admin_token(path: str) -> str:
-    """The token in ``path``, or a new one written there (never over an existing file)."""
+def _admin_token(path: str) -> tuple[str, bool]:
+    """The token in ``path``, or a new one (``True``: to be written there once the state opened).
+
+    A new token's file is written only after the state was accepted, so that a refused state
+    leaves no file behind; the directory is checked here, before anything else happens.
+    """
     if os.path.exists(path):
         token = read_text_file(lambda p: Path(p).read_text(encoding="utf-8"), path,
                                "--admin-token-file").strip()
         if not token.startswith("admin."):
             raise CLIError(f"--admin-token-file {path!r} does not hold an admin token")
-        return token
+        return token, False
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
+        raise CLIError(f"--admin-token-file: the folder of {path!r} must exist and be writable")
     from fastmwem.service.tokens import new_token
 
-    token, _ = new_token("admin")
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    return new_token("admin")[0], True
+
+
+def _write_admin_token(path: str, token: str) -> None:
+    """Write a new admin token to ``path`` (mode 0600, never over an existing file)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        raise CLIError(f"--admin-token-file {path!r} appeared while the server started; "
+                       "start it again") from None
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         fh.write(token + "\n")
     print(f"fastmwem serve: wrote a new admin token to {path}", file=sys.stderr)
-    return token
 
 
 def _check_numbers(args: argparse.Namespace) -> None:
@@ -118,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
     from fastmwem.service.store import open_store
 
     store = open_store(args.state)  # checks the path before anything is written
-    admin_token = _admin_token(args.admin_token_file)
+    admin_token, new_token = _admin_token(args.admin_token_file)
     if args.seed is not None:
         warn_seeded("serve")
     try:
@@ -130,6 +144,8 @@ def run(args: argparse.Namespace) -> int:
         if type(exc).__module__.startswith(("psycopg", "sqlite3")):
             raise CLIError(f"--state: {exc}".splitlines()[0]) from None
         raise
+    if new_token:
+        _write_admin_token(args.admin_token_file, admin_token)
     app = create_app(service, rate=args.rate, burst=args.burst, max_body=args.max_body)
     import uvicorn
 
