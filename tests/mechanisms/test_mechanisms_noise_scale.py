@@ -104,3 +104,10 @@ def test_geometric_at_the_bound_does_not_wrap():
     top = Geometric(epsilon=1).release(np.full(1000, 2**62), rng=0)
     bottom = Geometric(epsilon=1).release(np.full(1000, -(2**62)), rng=0)
     assert top.min() > 2**62 - 100 and bottom.max() < -(2**62) + 100
+
+
+def test_laplace_on_a_coarse_grid_saturates_below_the_largest_float():
+    # sensitivity 1e300 makes the grid 2**974: 2**53 steps of it overflowed to inf.
+    top = np.finfo(np.float64).max
+    out = Laplace(epsilon=1.0, sensitivity=1e300).release(np.full(4000, top), rng=0)
+    assert np.all(np.isfinite(out)) and np.all(np.abs(out) <= top)

@@ -238,3 +238,14 @@ def test_the_ledger_refuses_updates_and_deletes(state):
             conn.execute(statement)
     conn.close()
     _service(state).store.close()  # unchanged: it still starts
+
+
+def test_a_truncated_state_is_refused_and_leaves_no_journal_files(state):
+    # The connection to a damaged file was kept until garbage collection, with its -wal and
+    # -shm files beside the state.
+    data = state.read_bytes()
+    state.write_bytes(data[: len(data) // 2])
+    with pytest.raises(StateError):
+        _service(state)
+    leftovers = [p.name for p in state.parent.iterdir() if p.name.startswith("s.db-")]
+    assert leftovers == []

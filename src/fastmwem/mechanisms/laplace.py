@@ -8,6 +8,7 @@ the least significant bits for differential privacy", CCS 2012).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import ClassVar
@@ -39,6 +40,8 @@ GRID_BITS = 10
 #: Values are clamped to ``+-MAX_GRID_STEPS`` grid steps before the noise (clamping is
 #: 1-Lipschitz, so the sensitivity holds), so that every output is a float exactly.
 MAX_GRID_STEPS = 2**52
+
+_FLOAT_MAX = Fraction(float(np.finfo(np.float64).max))
 def _values(value: object, *, integer: bool) -> np.ndarray:
     if isinstance(value, (str, bytes)):
         raise TypeError(f"value must be a number or an array of numbers, got {type(value).__name__}")
@@ -198,9 +201,10 @@ class Laplace:
         generator = make_rng(rng)
         charge(accountant, self.privacy, "laplace")
         noisy = steps + sample_discrete_laplace(scale, int(arr.size), generator).reshape(arr.shape)
-        # Saturating a sum beyond 2**53 steps (noise above 2**52 steps, probability below
-        # exp(-2**52 / scale)) is post-processing and keeps every output an exact float.
-        noisy = np.clip(noisy, -(2**53), 2**53).astype(np.float64) * float(unit)
+        # Saturating a sum beyond 2**53 steps, or beyond the largest float (a coarse grid), is
+        # post-processing and keeps every output a finite, exact float.
+        limit = min(2**53, math.floor(_FLOAT_MAX / unit))
+        noisy = np.clip(noisy, -limit, limit).astype(np.float64) * float(unit)
         return float(noisy) if noisy.ndim == 0 else noisy
 
 

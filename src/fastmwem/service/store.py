@@ -398,9 +398,13 @@ class SQLiteStore(Store):
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None,
                                check_same_thread=False)
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=FULL")
-        conn.execute("PRAGMA busy_timeout=30000")
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=FULL")
+            conn.execute("PRAGMA busy_timeout=30000")
+        except sqlite3.Error:
+            conn.close()  # a damaged file: leave no -wal/-shm files behind the refusal
+            raise
         return conn
 
     def _schema(self) -> list[str]:
