@@ -79,3 +79,16 @@ def test_ask_needs_a_token_and_a_reachable_service(tmp_path, capsys, monkeypatch
 def test_parse_pairs():
     assert parse_pairs("a=1, b=0", "--cell", ranges=False) == {"a": 1, "b": 0}
     assert parse_pairs("a=0:3", "--range", ranges=True) == {"a": [0, 3]}
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    (b"", "is empty (0 bytes)"),
+    (b"not a database at all", "is not a SQLite database"),
+])
+def test_serve_refuses_a_state_file_that_is_not_a_state(tmp_path, capsys, content, message):
+    (tmp_path / "s.db").write_bytes(content)
+    (tmp_path / "admin").write_text("admin.secret\n")
+    assert _serve(tmp_path) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err
+    assert (tmp_path / "s.db").read_bytes() == content  # never reinitialised

@@ -19,7 +19,15 @@ import pytest
 
 from fastmwem import Accountant, BudgetExceededError, PureDP, SessionExhaustedError
 from fastmwem.data import Dataset, Domain
-from fastmwem.release.pmw import EPOCH_LABEL, GRID, PMWRecord, PMWSession
+from fastmwem.release.pmw import (
+    EPOCH_LABEL,
+    GRID,
+    PMWRecord,
+    PMWSession,
+    UnstableUpdateError,
+    mw_steps,
+)
+from fastmwem.release.state import MWState
 from fastmwem.testing import chi_square_pvalue
 from fastmwem.workloads.marginals import Marginals
 
@@ -205,3 +213,61 @@ def test_bad_configuration_is_refused_before_any_charge():
         with pytest.raises(error):
             PMWSession(DATA, accountant=acc, rng=np.random.default_rng(0), **options)
     assert acc.spent() == PureDP(0)
+
+
+# -- query scales and the multiplicative-weights state ---------------------------------------
+
+
+@pytest.mark.parametrize("tiny", [1e-310, 5e-324])
+def test_a_query_scaled_below_the_floats_is_refused_before_any_charge(tiny):
+    # Once measured, 1e-310 turned the distribution into NaN; 5e-324 divided by zero.
+    s = _session(alpha=0.001, max_updates=2, rng=np.random.default_rng(10))
+    before = s.record().to_json()
+    for query in ({"vector": [tiny, 0, 0, 0]}, np.array([0.0, -tiny, 0, 0])):
+        with pytest.raises(ValueError, match=r"largest absolute weight must lie within"):
+            s.answer(query)
+    assert s.accountant.spent() == PureDP(0) and s.record().to_json() == before
+    ans = s.answer({"vector": [2.0**-1000, 0, 0, 0]})  # the smallest scale allowed works
+    assert ans.source == "measured" and np.all(np.isfinite(s.distribution))
+    s.answer(FIRST)
+    assert np.all(np.isfinite(s.distribution))
+    resumed = PMWSession.resume(DATA, s.record())
+    np.testing.assert_array_equal(resumed.distribution, s.distribution)
+
+
+@pytest.mark.parametrize(("measurement", "match"), [
+    (({"vector": [1e-310, 0, 0, 0]}, 3.5e-309), "measurement 1 is not a query"),
+    (({"cell": {"a": 0}}, float("nan")), "measurement 1 is not a finite number"),
+    (({"cell": {"a": 0}}, float("inf")), "measurement 1 is not a finite number"),
+])
+def test_a_record_whose_measurement_would_poison_the_distribution_is_refused(measurement, match):
+    record = _session(rng=np.random.default_rng(11)).record()
+    record.measurements, record.epochs_paid = [measurement], 1
+    with pytest.raises(ValueError, match=match):
+        PMWSession.resume(DATA, record)
+
+
+def test_mw_steps_refuse_a_non_finite_step_and_leave_the_state_unchanged():
+    state = MWState.uniform(DOMAIN, 100.0)
+    mw_steps(state, [(np.array([1.0, 0, 0, 0]), 60.0)])
+    before = state.distribution.copy()
+    subnormal = np.array([1e-310, 0, 0, 0])
+    with pytest.raises(UnstableUpdateError, match="non-finite"):
+        mw_steps(state, [(np.array([0, 1.0, 0, 0]), 0.0), (subnormal, 1e-309)])
+    np.testing.assert_array_equal(state.distribution, before)  # the first step is undone too
+
+
+def test_a_step_the_state_refuses_moves_nothing_and_the_measurement_still_counts(monkeypatch):
+    def poison(self, query, measured):
+        self.distribution *= np.nan
+
+    monkeypatch.setattr(MWState, "update_vector", poison)
+    s = _session(alpha=0.001, max_updates=2, rng=np.random.default_rng(12))
+    uniform = s.distribution
+    with pytest.warns(RuntimeWarning, match="step was refused"):
+        ans = s.answer(FIRST)
+    assert ans.source == "measured" and s.updates == 1  # released, paid for, counted
+    np.testing.assert_array_equal(s.distribution, uniform)
+    with pytest.warns(RuntimeWarning, match="step was refused"):
+        resumed = PMWSession.resume(DATA, s.record())
+    np.testing.assert_array_equal(resumed.distribution, uniform)

@@ -167,3 +167,31 @@ def test_the_openapi_description_is_served(server):
     with urllib.request.urlopen(server.url + "/openapi.json", timeout=10) as r:
         spec = json.load(r)
     assert "/v1/query" in spec["paths"] and "/v1/admin/analysts" in spec["paths"]
+
+
+def test_a_request_id_reused_for_another_query_is_a_409(server):
+    client = server.analyst("erin", 0.5)
+    rid = uuid.uuid4().hex
+    first = client.ask({"cell": {"b": 0}}, request_id=rid)
+    spent = _spent(server.state)
+    with pytest.raises(ServiceError) as err:
+        client.ask({"cell": {"b": 1}}, request_id=rid)
+    assert err.value.status == 409 and "used before for another query" in err.value.message
+    again = client.ask({"cell": {"b": 0}}, request_id=rid)  # the same query: idempotent
+    assert again["replayed"] and again["value"] == first["value"]
+    assert _spent(server.state) == spent and [a["request_id"] for a in client.log()] == [rid]
+
+
+@pytest.mark.parametrize("tiny", [1e-310, 5e-324])
+def test_a_query_scaled_below_the_floats_is_a_400_and_the_session_still_serves(server, tiny):
+    client = server.analyst(f"fay{tiny:g}", 0.5)
+    before = _spent(server.state)
+    with pytest.raises(ServiceError) as err:
+        client.ask({"vector": [tiny] + [0] * (CELLS - 1)})
+    assert err.value.status == 400 and "largest absolute weight" in err.value.message
+    assert _spent(server.state) == before and client.log() == []
+    # A small scale that is representable is answered (synthetic or measured: the server's
+    # noise is not seeded), and the session keeps serving everyone.
+    assert np.isfinite(client.ask({"vector": [1e-300] + [0] * (CELLS - 1)})["value"])
+    other = server.analyst(f"gil{tiny:g}", 0.5)  # every analyst is still served
+    assert np.isfinite(other.ask({"cell": {"a": 1}})["value"])

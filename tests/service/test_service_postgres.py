@@ -6,11 +6,15 @@ from __future__ import annotations
 import multiprocessing
 from fractions import Fraction
 
+import numpy as np
 import pytest
 
 from fastmwem.accounting import Accountant, BudgetExceededError, PureDP
 from fastmwem.client import ServiceError
-from fastmwem.service.store import AnalystLedger, open_store
+from fastmwem.data import Dataset, Domain
+from fastmwem.release.pmw import PMWConfig
+from fastmwem.service.core import QueryService
+from fastmwem.service.store import AnalystLedger, StateError, open_store
 
 COST = Fraction(1, 50)
 
@@ -84,8 +88,8 @@ def test_postgres_service_answers_resumes_and_refuses_a_second_server(server_fac
     assert (after["updates"], after["spent"], len(after["history"])) == \
         (before["updates"], before["spent"], len(before["history"]))
     assert [a["request_id"] for a in client.log()] == [a["request_id"] for a in answers]
-    rid = answers[-1]["request_id"]
-    assert client.ask({"cell": {"a": 0}}, request_id=rid)["value"] == answers[-1]["value"]
+    rid = answers[-1]["request_id"]  # the twelfth query: a = 11 % 2, c = 11 % 4
+    assert client.ask({"cell": {"a": 1, "c": 3}}, request_id=rid)["value"] == answers[-1]["value"]
     with pytest.raises(ServiceError) as err:
         client.ask({"cell": {"zz": 0}})
     assert err.value.status == 400 and server.admin().owner_budget()["spent"] == after["spent"]
@@ -95,3 +99,71 @@ def test_postgres_service_answers_resumes_and_refuses_a_second_server(server_fac
                            epsilon=2.0)
     with pytest.raises(RuntimeError, match="budgets are read-only"):
         other.start(timeout=30)
+
+
+# -- the lease and the ledger's checks on PostgreSQL ----------------------------------------------
+
+DOMAIN = Domain(["a", "b"], [2, 3])
+DATA = Dataset([[0, 1], [1, 2], [1, 0]] * 30, DOMAIN)
+CONFIG = PMWConfig(epsilon=20.0, alpha=0.001, max_updates=10)
+ADMIN = "admin.secret-for-tests"
+
+
+def _service(url: str, seed: int = 0) -> QueryService:
+    return QueryService(open_store(url), DATA, CONFIG, admin_token=ADMIN, data_hash="h",
+                        rng=np.random.default_rng(seed))
+
+
+def test_two_sessions_on_one_postgres_database_the_second_is_refused(fresh_database):
+    first = _service(fresh_database)
+    with pytest.raises(RuntimeError, match="another server"):
+        _service(fresh_database)
+    spent = first.store.budget("global")[1]
+    first.store.close()
+    second = _service(fresh_database)  # the lease went with the first store
+    assert second.store.budget("global")[1] == spent
+    second.store.close()
+
+
+@pytest.fixture
+def pg_state(fresh_database):
+    service = _service(fresh_database)
+    who = service.authenticate(f"Bearer {service.add_analyst('ann', 10)['token']}")
+    for i in range(3):
+        service.answer(who, {"cell": {"a": i % 2, "b": i}}, f"r{i}")
+    assert [a for _, a, _ in service.store.ledger()] == [None, 1, 1, 1]
+    service.store.close()
+    return fresh_database
+
+
+def _tamper(url: str, *statements: str) -> None:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("ALTER TABLE ledger DISABLE TRIGGER USER")
+        for statement in statements:
+            conn.execute(statement)
+
+
+def test_postgres_ledger_is_append_only(pg_state):
+    import psycopg
+
+    with psycopg.connect(pg_state, autocommit=True) as conn:
+        for statement in ("UPDATE ledger SET epsilon = 0", "DELETE FROM ledger",
+                          "TRUNCATE ledger"):
+            with pytest.raises(psycopg.errors.RaiseException, match="append-only"):
+                conn.execute(statement)
+    _service(pg_state).store.close()
+
+
+@pytest.mark.parametrize(("statements", "match"), [
+    (["UPDATE budgets SET spent = '0' WHERE scope = 'global'"], "global spent total differs"),
+    (["UPDATE ledger SET epsilon = 0 WHERE seq = 2"], "entry 2 does not match its hash"),
+    (["DELETE FROM ledger WHERE seq = 3"], "entry 3 is missing"),
+    (["UPDATE ledger SET seq = -1 WHERE seq = 2", "UPDATE ledger SET seq = 2 WHERE seq = 3",
+      "UPDATE ledger SET seq = 3 WHERE seq = -1"], "entry 2 does not follow"),
+])
+def test_postgres_state_with_an_edited_ledger_refuses_to_start(pg_state, statements, match):
+    _tamper(pg_state, *statements)
+    with pytest.raises(StateError, match=match):
+        _service(pg_state)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from starlette.testclient import TestClient
 
@@ -9,7 +10,12 @@ from fastmwem.data import Dataset, Domain
 from fastmwem.release.pmw import PMWConfig
 from fastmwem.service import tokens
 from fastmwem.service.app import create_app
-from fastmwem.service.core import QueryService, RateLimiter, RateLimitError
+from fastmwem.service.core import (
+    QueryService,
+    RateLimiter,
+    RateLimitError,
+    RequestConflictError,
+)
 from fastmwem.service.store import open_store
 
 DOMAIN = Domain(["a", "b"], [2, 3])
@@ -97,3 +103,44 @@ def test_a_second_service_on_the_same_sqlite_state_is_refused(tmp_path):
 def test_open_store_refuses_a_missing_directory(tmp_path):
     with pytest.raises(ValueError, match="does not exist"):
         open_store(str(tmp_path / "nowhere" / "s.db"))
+
+
+@pytest.mark.parametrize("tiny", [1e-310, 5e-324])
+def test_a_query_scaled_below_the_floats_is_a_400_before_any_charge(tmp_path, tiny):
+    # 1e-310 used to charge an epoch and turn the distribution into NaN (every later query
+    # failed, a restart replayed it); 5e-324 was an HTTP 500.
+    service = _service(tmp_path, alpha=0.001)
+    token = service.add_analyst("uma", 0.5)["token"]
+    headers = {"Authorization": f"Bearer {token}"}
+    tiny_query = {"query": {"vector": [tiny, 0, 0, 0, 0, 0]}, "request_id": "tiny"}
+    with TestClient(create_app(service)) as http:
+        r = http.post("/v1/query", headers=headers, json=tiny_query)
+        assert r.status_code == 400 and "largest absolute weight" in r.json()["error"]
+        assert service.store.budget("analyst:1")[1] == service.store.budget("global")[1] == 0
+        assert service.store.ledger() == [] and service.log(None) == []
+        r = http.post("/v1/query", headers=headers, json={"query": {"cell": {"a": 1}}})
+        assert r.status_code == 200 and r.json()["charged"] > 0
+        spent = service.store.budget("global")[1]
+    service.store.close()
+
+    service = _service(tmp_path, alpha=0.001)  # restart: nothing to replay but good answers
+    with TestClient(create_app(service)) as http:
+        r = http.post("/v1/query", headers=headers, json=tiny_query)
+        assert r.status_code == 400
+        assert service.store.budget("global")[1] == spent
+        r = http.post("/v1/query", headers=headers, json={"query": {"range": {"b": [0, 1]}}})
+        assert r.status_code == 200
+    assert np.all(np.isfinite(service.session.distribution))
+
+
+def test_a_request_id_reused_for_another_query_is_refused(tmp_path):
+    service = _service(tmp_path)
+    analyst = service.authenticate(f"Bearer {service.add_analyst('vic', 0.5)['token']}")
+    first = service.answer(analyst, {"cell": {"a": 1}}, "r1")
+    spent = service.store.budget("global")[1]
+    with pytest.raises(RequestConflictError, match="used before for another query"):
+        service.answer(analyst, {"cell": {"a": 0}}, "r1")
+    again = service.answer(analyst, {"cell": {"a": 1}}, "r1")
+    assert again["replayed"] and again["value"] == first["value"]
+    assert service.store.budget("global")[1] == spent and len(service.log(None)) == 1
+

@@ -34,7 +34,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--domain", required=True, help='domain JSON {"column": size}')
     parser.add_argument("--epsilon", type=float, required=True, help="total privacy budget")
     parser.add_argument("--state", required=True,
-                        help="state: a SQLite file path or a postgresql:// URL")
+                        help="state: a SQLite file path (made if missing; a file that exists "
+                             "must be a fastmwem state) or a postgresql:// URL; one server a "
+                             "state")
     parser.add_argument("--admin-token-file", required=True,
                         help="file holding the admin token; created (mode 0600) with a new "
                              "random token if missing")

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import copy
 import math
+import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -37,9 +39,11 @@ from fastmwem.mechanisms.sparse_vector import MAX_SV_VALUE, SparseVector, Sparse
 from fastmwem.random import make_rng
 from fastmwem.release.queries import query_spec, query_vector
 from fastmwem.release.state import MWState
+from fastmwem.workloads.base import MAX_QUERY_VALUE
 
 __all__ = ["PMWSession", "PMWConfig", "PMWRecord", "Answer", "SessionExhaustedError",
-           "GRID", "EPOCH_LABEL", "COUNT_LABEL"]
+           "UnstableUpdateError", "GRID", "EPOCH_LABEL", "COUNT_LABEL", "MIN_QUERY_PEAK",
+           "check_query", "mw_steps"]
 
 #: Each query is scaled to integer weights within +-GRID (2**20) for the sparse-vector test and
 #: for non-integer measurements, so that every noisy comparison and release is on integers.
@@ -48,6 +52,13 @@ GRID = 2**20
 #: Largest record count: counts times GRID stay far inside int64.
 MAX_RECORDS = 2**40
 
+#: Smallest largest-absolute-weight a query may have. Its grid step ``max|q| / GRID`` is then a
+#: normal float (at least 2**-1020), and so is every quantity of the test and the update: the
+#: multiplicative-weights exponent ``q(x) r / (2 max|q|)`` stays within +-1 and every factor
+#: within e^(+-1). A smaller peak would be rounded into subnormal floats or to zero, where the
+#: update divides by (almost) nothing and the distribution turns into NaN.
+MIN_QUERY_PEAK = 2.0**-1000
+
 #: Ledger labels of the session's charges (a store reads the number of paid epochs from them).
 EPOCH_LABEL = "PMW epoch"
 COUNT_LABEL = "PMW record count"
@@ -55,6 +66,10 @@ COUNT_LABEL = "PMW record count"
 
 class SessionExhaustedError(BudgetExceededError):
     """The session has made all of its ``max_updates`` updates; it answers no more queries."""
+
+
+class UnstableUpdateError(ArithmeticError):
+    """A multiplicative-weights step that would leave the distribution non-finite (refused)."""
 
 
 @dataclass(frozen=True)
@@ -203,6 +218,11 @@ def _check_record(record: PMWRecord) -> None:
         raise ValueError("the record has a noisy threshold but no paid epoch open")
     if record.total is None and done:
         raise ValueError("the record has measurements but no record count")
+    if record.total is not None and not (math.isfinite(record.total) and record.total > 0):
+        raise ValueError("the record's record count must be a finite number > 0")
+    for i, (_, value) in enumerate(record.measurements, 1):
+        if not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise ValueError(f"the record's measurement {i} is not a finite number")
 
 
 @dataclass(frozen=True)
@@ -218,13 +238,59 @@ class _Query:
 
 def _on_grid(spec: dict, vec: np.ndarray) -> _Query:
     """Integer weights: the query itself when its weights are integers within +-GRID, else
-    ``round(q / max|q| * GRID)`` (the answered query then differs by at most 2**-21 of max|q|)."""
+    ``round(q / max|q| * GRID)`` (the answered query then differs by at most 2**-21 of max|q|).
+
+    Raises:
+        ValueError: the query's scale cannot be represented (weights not finite, or a largest
+            absolute weight outside ``[MIN_QUERY_PEAK, MAX_QUERY_VALUE]``).
+    """
+    if not np.all(np.isfinite(vec)):
+        raise ValueError("query weights must be finite numbers")
     peak = float(np.abs(vec).max())
+    if not MIN_QUERY_PEAK <= peak <= MAX_QUERY_VALUE:
+        raise ValueError(
+            f"the query's largest absolute weight must lie within [2**-1000, {MAX_QUERY_VALUE:g}]: "
+            "a query scaled smaller (or larger) cannot be represented in floating point; "
+            "multiply its weights by a constant"
+        )
     if peak <= GRID and np.array_equal(vec, np.round(vec)):
         weights, scale = vec.astype(np.int64), 1.0
     else:
         weights, scale = np.round(vec / peak * GRID).astype(np.int64), peak / GRID
     return _Query(spec, weights, scale, int(np.abs(weights).max()), weights * scale)
+
+
+def check_query(domain: Domain, query: object) -> None:
+    """Refuse (``ValueError``/``TypeError``) a query a session cannot answer, as
+    :meth:`PMWSession.answer` would before any charge: the same checks, nothing spent."""
+    _on_grid(query_spec(query), query_vector(domain, query))
+
+
+def mw_steps(state: MWState, steps: Sequence[tuple[np.ndarray, float]]) -> None:
+    """Multiplicative-weights steps towards measurements, in order, all or none.
+
+    Post-processing of the measurements. The state is changed only if every step keeps the
+    distribution finite, non-negative and of positive mass; otherwise it is left exactly as it
+    was.
+
+    Raises:
+        UnstableUpdateError: a step would leave the distribution non-finite (or of zero mass).
+    """
+    before = state.distribution.copy()
+    try:
+        with np.errstate(over="raise", invalid="raise", divide="raise", under="ignore"):
+            for vector, value in steps:
+                state.update_vector(vector, value)
+        p = state.distribution
+        if not (np.all(np.isfinite(p)) and p.min() >= 0 and p.sum() > 0):
+            raise UnstableUpdateError("the multiplicative-weights step would leave the "
+                                      "distribution non-finite")
+    except (ArithmeticError, ValueError) as exc:
+        np.copyto(state.distribution, before)
+        if isinstance(exc, UnstableUpdateError):
+            raise
+        raise UnstableUpdateError("the multiplicative-weights step would leave the "
+                                  "distribution non-finite") from None
 
 
 class PMWSession:
@@ -334,8 +400,13 @@ class PMWSession:
         if record.total is None:
             return
         self._state = MWState.uniform(self.domain, record.total)
-        for spec, value in record.measurements:
-            self._apply(_on_grid(spec, query_vector(self.domain, spec)).vector, value)
+        for i, (spec, value) in enumerate(record.measurements, 1):
+            try:
+                vector = _on_grid(spec, query_vector(self.domain, spec)).vector
+            except (ValueError, TypeError) as exc:
+                raise ValueError(f"the record's measurement {i} is not a query this session "
+                                 f"can answer: {exc}") from None
+            self._apply(vector, value)
 
     # -- state -----------------------------------------------------------------------------------
     @property
@@ -375,11 +446,13 @@ class PMWSession:
         ``accountant`` (default: the session's) is charged if this query opens an epoch.
 
         Raises:
-            ValueError, TypeError: the query does not fit the domain (nothing is spent).
+            ValueError, TypeError: the query does not fit the domain, or its scale cannot be
+                represented (see :data:`MIN_QUERY_PEAK`); nothing is spent.
             SessionExhaustedError: all ``max_updates`` updates are used.
             BudgetExceededError: the accountant refuses the epoch's charge (nothing is spent).
         """
         vec = query_vector(self.domain, query)
+        # The scale is checked here, before any charge: past it, no step can go non-finite.
         q = _on_grid(copy.deepcopy(query_spec(query)), vec)
         acc = self.accountant if accountant is None else accountant
         if not isinstance(acc, Accountant):
@@ -423,13 +496,22 @@ class PMWSession:
         return Answer(value, "measured", self.updates, charged)
 
     def _apply(self, vector: np.ndarray, value: float) -> None:
-        """One MW step towards a measurement, then the reuse passes over all of them."""
-        state = self._mw()
-        self._measured.append((vector, value))
-        state.update_vector(vector, value)
-        for _ in range(self.config.reuse_passes):
-            for past, measured in self._measured:
-                state.update_vector(past, measured)
+        """One MW step towards a measurement, then the reuse passes over all of them.
+
+        A step the state refuses (:func:`mw_steps`) moves nothing. That cannot happen for a
+        query that passed :func:`_on_grid`'s scale check (every factor lies within e^(+-1));
+        should it happen, the measurement is still released and counted, which keeps the
+        accounting exact (the epoch paid for it), and a resume skips the step the same way.
+        """
+        measured = [*self._measured, (vector, value)]
+        steps = [(vector, value)] + [m for _ in range(self.config.reuse_passes) for m in measured]
+        try:
+            mw_steps(self._mw(), steps)
+        except UnstableUpdateError:
+            warnings.warn("PMWSession: a multiplicative-weights step was refused (it would "
+                          "leave the distribution non-finite); the distribution is unchanged",
+                          RuntimeWarning, stacklevel=3)
+        self._measured = measured
 
     def _mw(self) -> MWState:
         if self._state is None:

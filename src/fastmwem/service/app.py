@@ -5,8 +5,9 @@ the routes, which are local to :func:`create_app`, at definition time.)
 
 Every error is JSON ``{"error": "<what is wrong>"}`` with a 4xx status, and spends nothing:
 401 (no or wrong token), 403 (a token on the wrong side), 400 (malformed body or query, a query
-over another domain), 404 (no such analyst), 409 (a budget or the updates are spent), 413 (body
-too large), 429 (rate limit). The OpenAPI description is at ``/openapi.json``, browsable at
+over another domain, a query whose scale cannot be represented), 404 (no such analyst), 409 (a
+budget or the updates are spent, or a request id reused for another query), 413 (body too
+large), 429 (rate limit). The OpenAPI description is at ``/openapi.json``, browsable at
 ``/docs`` (Swagger UI) and ``/redoc``, both served from the ``fastapi-offline`` package: the
 pages work without reaching a CDN.
 """
@@ -21,7 +22,14 @@ from fastapi_offline import FastAPIOffline
 from pydantic import BaseModel, Field
 
 from fastmwem.accounting import BudgetExceededError
-from fastmwem.service.core import AuthError, Principal, QueryService, RateLimiter, RateLimitError
+from fastmwem.service.core import (
+    AuthError,
+    Principal,
+    QueryService,
+    RateLimiter,
+    RateLimitError,
+    RequestConflictError,
+)
 from fastmwem.service.page import PAGE_HTML, PAGE_JS
 
 __all__ = ["create_app", "BodyLimit"]
@@ -31,7 +39,8 @@ class QueryRequest(BaseModel):
     query: dict[str, Any] = Field(description='e.g. {"cell": {"attr": 0}}, {"range": {"attr": '
                                               '[0, 3]}} or {"vector": [...]} (one weight a cell)')
     request_id: str | None = Field(default=None, description="an id to make retries safe: the "
-                                   "same id returns the stored answer, with no new release")
+                                   "same id with the same query returns the stored answer, with "
+                                   "no new release; with another query it is refused (409)")
 
 
 class AnalystRequest(BaseModel):
@@ -192,6 +201,10 @@ def _handlers(app: FastAPI) -> None:
 
     @app.exception_handler(BudgetExceededError)
     def budget_error(request: Request, exc: BudgetExceededError) -> JSONResponse:
+        return _error(409, str(exc))
+
+    @app.exception_handler(RequestConflictError)
+    def conflict(request: Request, exc: RequestConflictError) -> JSONResponse:
         return _error(409, str(exc))
 
     @app.exception_handler(LookupError)

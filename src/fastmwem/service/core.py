@@ -3,13 +3,19 @@
 Order of events for a query (the privacy rules: charge before the data is touched, release only
 what is committed):
 
-1. the token, the rate limit and the query are checked (a refusal spends nothing);
-2. under the session lock, a request id seen before returns the stored answer (no new release);
+1. the token, the rate limit and the query are checked, its scale included (a refusal spends
+   nothing);
+2. under the session lock, a request id seen before returns the stored answer (no new release)
+   if it was asked with the same query, and is refused (HTTP 409) if with another;
 3. if the query opens an epoch, its charge is committed (global and analyst budgets, one
    transaction) before the noisy threshold is drawn;
 4. the answer, its measurement and the sparse-vector state are committed in one transaction;
 5. only then is the answer returned. A crash between 3 and 4 leaves the epoch paid and unused;
    on restart the paid epoch is used without a second charge.
+
+At start-up the state is leased (one server a state), checked (a file or database that is not a
+fastmwem state, is damaged, or whose ledger or budget totals were edited is refused, never
+reinitialised) and only then loaded.
 """
 
 from __future__ import annotations
@@ -29,14 +35,23 @@ from fastmwem.release.pmw import (
     PMWConfig,
     PMWRecord,
     PMWSession,
+    check_query,
 )
-from fastmwem.release.queries import query_vector
 from fastmwem.service import tokens
-from fastmwem.service.store import GLOBAL, AnalystLedger, Store, StoredAnswer, analyst_scope
+from fastmwem.service.store import (
+    GLOBAL,
+    AnalystLedger,
+    StateError,
+    Store,
+    StoredAnswer,
+    analyst_scope,
+)
 
-__all__ = ["QueryService", "Principal", "AuthError", "RateLimiter", "RateLimitError"]
+__all__ = ["QueryService", "Principal", "AuthError", "RateLimiter", "RateLimitError",
+           "RequestConflictError", "FORMAT"]
 
-FORMAT = "fastmwem-service-1"
+#: The state format: ``-2`` has the hash-chained ledger (``-1`` states are refused).
+FORMAT = "fastmwem-service-2"
 
 
 class AuthError(Exception):
@@ -49,6 +64,10 @@ class AuthError(Exception):
 
 class RateLimitError(Exception):
     """Too many requests from one principal (HTTP 429)."""
+
+
+class RequestConflictError(Exception):
+    """A request id used before by the same analyst for another query (HTTP 409)."""
 
 
 @dataclass(frozen=True)
@@ -98,11 +117,15 @@ class QueryService:
         meta = {"format": FORMAT, "domain": json.dumps(self.domain.to_dict()),
                 "pmw": json.dumps(config.to_dict(), sort_keys=True), "data_sha256": data_hash,
                 "admin_hash": self._admin_hash(admin_token)}
-        store.create_schema()
-        store.lease()
+        epsilon = exact(config.epsilon, "epsilon")
+        store.lease()  # before anything is read or written
         try:
-            if not store.initialise(meta, exact(config.epsilon, "epsilon")):
+            if store.inspect() == "new":
+                store.initialise(meta, epsilon)
+            else:
+                self._check_format(store.meta().get("format"))
                 self._check_meta(store.meta(), meta)
+            store.verify(epsilon)
             self._admin_stored = store.meta()["admin_hash"]
             self._load()
         except BaseException:
@@ -116,6 +139,17 @@ class QueryService:
         if parts is None or parts[0] != "admin":
             raise ValueError("the admin token must look like 'admin.<secret>'")
         return tokens.token_hash(parts[1])
+
+    @staticmethod
+    def _check_format(found: str | None) -> None:
+        if found == FORMAT:
+            return
+        if found is not None and found.startswith("fastmwem-service-"):
+            raise StateError(f"the state has the format {found!r} of another fastmwem version "
+                             f"(this one reads {FORMAT!r}, with a hash-chained ledger); start a "
+                             "new state")
+        raise StateError("the state is not a fastmwem service state (its meta rows name no "
+                         "service format)")
 
     @staticmethod
     def _check_meta(stored: dict[str, str], wanted: dict[str, str]) -> None:
@@ -195,11 +229,19 @@ class QueryService:
             raise ValueError("request_id must be a string of 1 to 100 characters")
         if not isinstance(query, dict):
             raise ValueError("query must be a JSON object such as {\"cell\": {\"attr\": 0}}")
-        query_vector(self.domain, query)  # a bad query is refused before anything else
+        check_query(self.domain, query)  # a bad query is refused before anything else
+        try:
+            key = _canonical(query)  # it is stored as JSON after the charge: check it before
+        except (TypeError, ValueError):
+            raise ValueError("query must be plain JSON (objects, lists, numbers)") from None
         analyst = principal.analyst_id
         with self._lock:
             stored = self.store.find_answer(analyst, request_id)
             if stored is not None:
+                if _canonical(stored.query) != key:
+                    raise RequestConflictError(
+                        "this request_id was used before for another query; a retry must send "
+                        "the same query, a new query a new request_id")
                 return {**stored.to_json(), "replayed": True}
             try:
                 ans = self.session.answer(query, accountant=self._accountant(analyst))
@@ -228,6 +270,8 @@ class QueryService:
                 "max_updates": self.config.max_updates, "alpha": self.config.alpha}
 
     def owner_budget(self) -> dict[str, object]:
+        """The session's figures, the history of charges, the analysts and the ledger's head
+        (its length and last hash: a copy kept elsewhere reveals a later rewrite)."""
         budget = self.store.budget(GLOBAL)[0]  # type: ignore[index]
         names = {a["id"]: a["name"] for a in self.store.analysts()}
         spent = Fraction(0)
@@ -237,14 +281,20 @@ class QueryService:
             history.append({"time": created, "label": entry.label,
                             "analyst": names.get(analyst_id), "spent": float(spent),
                             "remaining": float(budget - spent)})
+        length, head = self.store.ledger_head()
         return {**self._session_figures(), "history": history,
-                "analysts": self.store.analysts()}
+                "analysts": self.store.analysts(), "ledger": {"entries": length, "head": head}}
 
     def log(self, analyst_id: int | None) -> list[dict[str, object]]:
         if analyst_id is not None:
             return [a.to_json() for a in self.store.answers(analyst_id)]
         names = {a["id"]: a["name"] for a in self.store.analysts()}
         return [{**a.to_json(), "analyst": names.get(a.analyst_id)} for a in self.store.answers()]
+
+
+def _canonical(query: object) -> str:
+    """One text for equal JSON queries (key order aside), to tell a retry from a new query."""
+    return json.dumps(query, sort_keys=True, separators=(",", ":"), allow_nan=False)
 
 
 def _budget(value: object) -> Fraction:

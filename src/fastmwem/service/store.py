@@ -8,6 +8,12 @@ in one process or several, can never overspend. Every commit is durable before i
 (SQLite ``synchronous=FULL``; PostgreSQL's default), so a charge counts as spent even if the
 server dies before answering.
 
+The ledger is append-only (a trigger refuses updates and deletes) and hash-chained
+(:mod:`~fastmwem.service.chain`); :meth:`Store.verify` checks the chain and the budget totals
+before a state is served. One server serves a state: :meth:`Store.lease` takes an exclusive lock
+on the database itself (SQLite: ``flock`` on the database file, whatever name or link it is
+reached by; PostgreSQL: a session-level advisory lock in the database).
+
 The state holds the secret sparse-vector threshold and a hash of the data file: protect it like
 the data.
 """
@@ -31,17 +37,23 @@ from fastmwem.accounting import (
     entry_from_record,
     entry_to_record,
 )
+from fastmwem.service import chain
+from fastmwem.service.chain import StateError
 
-__all__ = ["Store", "SQLiteStore", "PostgresStore", "open_store", "AnalystLedger", "StoredAnswer"]
+__all__ = ["Store", "SQLiteStore", "PostgresStore", "open_store", "AnalystLedger", "StoredAnswer",
+           "StateError", "TABLES"]
 
-_SCHEMA = """
+_TABLES_SQL = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS budgets (scope TEXT PRIMARY KEY, budget TEXT NOT NULL,
     spent TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS analysts (id {serial} PRIMARY KEY, name TEXT UNIQUE NOT NULL,
     token_hash TEXT NOT NULL, created DOUBLE PRECISION NOT NULL);
-CREATE TABLE IF NOT EXISTS ledger (seq {serial} PRIMARY KEY, analyst_id INTEGER,
-    record TEXT NOT NULL, epsilon DOUBLE PRECISION NOT NULL, created DOUBLE PRECISION NOT NULL);
+CREATE TABLE IF NOT EXISTS ledger (seq BIGINT PRIMARY KEY, analyst_id INTEGER,
+    record TEXT NOT NULL, epsilon DOUBLE PRECISION NOT NULL, created DOUBLE PRECISION NOT NULL,
+    prev_hash TEXT NOT NULL, hash TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS ledger_head (id INTEGER PRIMARY KEY, length BIGINT NOT NULL,
+    head TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS answers (seq {serial} PRIMARY KEY, analyst_id INTEGER NOT NULL,
     request_id TEXT NOT NULL, query TEXT NOT NULL, value DOUBLE PRECISION NOT NULL,
     source TEXT NOT NULL, charged DOUBLE PRECISION NOT NULL, updates INTEGER NOT NULL,
@@ -49,8 +61,14 @@ CREATE TABLE IF NOT EXISTS answers (seq {serial} PRIMARY KEY, analyst_id INTEGER
 CREATE TABLE IF NOT EXISTS measurements (seq INTEGER PRIMARY KEY, query TEXT NOT NULL,
     value DOUBLE PRECISION NOT NULL);
 CREATE TABLE IF NOT EXISTS session (id INTEGER PRIMARY KEY, total DOUBLE PRECISION,
-    noisy_threshold BIGINT);
+    noisy_threshold BIGINT)
 """
+
+#: The tables of a state.
+TABLES = ("meta", "budgets", "analysts", "ledger", "ledger_head", "answers", "measurements",
+          "session")
+
+_APPEND_ONLY = "the ledger is append-only"
 
 GLOBAL = "global"
 
@@ -84,16 +102,24 @@ class Store:
     lock_suffix = ""
 
     def __init__(self) -> None:
-        self._local = threading.local()
+        # One connection a thread, kept here (not in thread-locals) so that close() ends all.
+        self._conns: dict[int, object] = {}
+        self._conns_lock = threading.Lock()
+        self._held: object = None
+        self._genesis: str | None = None
 
     # -- connections and transactions -------------------------------------------------------------
     def _connect(self) -> object:
         raise NotImplementedError
 
     def _conn(self) -> object:
-        conn = getattr(self._local, "conn", None)
+        key = threading.get_ident()
+        with self._conns_lock:
+            conn = self._conns.get(key)
         if conn is None:
-            conn = self._local.conn = self._connect()
+            conn = self._connect()
+            with self._conns_lock:
+                self._conns[key] = conn
         return conn
 
     @contextlib.contextmanager
@@ -110,30 +136,97 @@ class Store:
         conn = self._conn()
         return list(conn.execute(self._sql(sql), tuple(args)).fetchall())  # type: ignore[attr-defined]
 
+    def _schema(self) -> list[str]:
+        """The statements making the tables and the ledger's append-only trigger."""
+        return [s for s in _TABLES_SQL.format(serial=self.serial).split(";") if s.strip()]
+
+    def _create(self, cur: _Cursor) -> None:
+        for statement in self._schema():
+            cur.run(statement)
+
     def create_schema(self) -> None:
         with self.transaction() as cur:
-            for statement in _SCHEMA.format(serial=self.serial).split(";"):
-                if statement.strip():
-                    cur.run(statement)
+            self._create(cur)
 
     def close(self) -> None:
-        """Close this thread's connection and give up the lease."""
-        conn = getattr(self._local, "conn", None)
-        if conn is not None:
-            conn.close()  # type: ignore[attr-defined]
-            self._local.conn = None
-        held = getattr(self, "_held", None)
-        if held is not None:
-            held.close()
+        """Close every connection and give up the lease."""
+        with self._conns_lock:
+            conns, self._conns = list(self._conns.values()), {}
+        for conn in conns:
+            with contextlib.suppress(Exception):
+                conn.close()  # type: ignore[attr-defined]
+        if self._held is not None:
+            self._held.close()  # type: ignore[attr-defined]
             self._held = None
+
+    # -- what the state is, and its checks ---------------------------------------------------------
+    def tables(self) -> set[str]:
+        raise NotImplementedError
+
+    def inspect(self) -> str:
+        """``"new"`` for a state that may be initialised, ``"existing"`` for one with meta rows.
+
+        Raises:
+            StateError: the target exists but is not a fastmwem state (nothing is written).
+        """
+        found = self.tables() & set(TABLES)
+        if not found and self._may_initialise():
+            return "new"
+        if "meta" not in found or not self.query("SELECT value FROM meta WHERE key = 'format'"):
+            raise StateError(f"{self.describe()} exists but is not a fastmwem state (it has no "
+                             "fastmwem meta rows); it is never reinitialised: give another "
+                             "--state, or restore the state from a backup")
+        return "existing"
+
+    def _may_initialise(self) -> bool:
+        return True
+
+    def describe(self) -> str:
+        return "the state"
+
+    def verify(self, epsilon: Fraction | None = None) -> None:
+        """Check a state before it is served: every table, the ledger's hash chain and head, and
+        the budget rows against the totals recomputed from the ledger.
+
+        Raises:
+            StateError: naming the first check that fails.
+        """
+        missing = sorted(set(TABLES) - self.tables())
+        if missing:
+            raise StateError(f"{self.describe()} lacks the tables {missing}: it is not a "
+                             "complete fastmwem state (made by an older version?)")
+        rows = self.query("SELECT seq, analyst_id, record, epsilon, created, prev_hash, hash "
+                          "FROM ledger ORDER BY seq")
+        length, head, spent = chain.walk(rows, self.genesis())
+        stored = self.query("SELECT length, head FROM ledger_head WHERE id = 1")
+        if not stored or (int(stored[0][0]), stored[0][1]) != (length, head):
+            raise StateError("the ledger fails its check: its head row does not match its last "
+                             "entry (entries were deleted at its end, or the head was edited)")
+        budgets = {scope: (b, s) for scope, b, s in
+                   self.query("SELECT scope, budget, spent FROM budgets")}
+        ids = [int(i) for (i,) in self.query("SELECT id FROM analysts")]
+        chain.check_budgets(budgets, ids, spent, epsilon)
+
+    def genesis(self) -> str:
+        """The first entry's ``prev_hash`` (the meta rows never change once written)."""
+        if self._genesis is None:
+            self._genesis = chain.genesis(self.meta())
+        return self._genesis
+
+    def ledger_head(self) -> tuple[int, str]:
+        """The ledger's length and last hash (keep a copy elsewhere to detect a rewrite)."""
+        rows = self.query("SELECT length, head FROM ledger_head WHERE id = 1")
+        return (int(rows[0][0]), str(rows[0][1])) if rows else (0, "")
 
     # -- meta, budgets, analysts ------------------------------------------------------------------
     def meta(self) -> dict[str, str]:
         return dict(self.query("SELECT key, value FROM meta"))
 
     def initialise(self, meta: dict[str, str], epsilon: Fraction) -> bool:
-        """Write the meta rows and the global budget of a new state; False if it exists."""
+        """Make the tables and write the meta rows, the global budget and the empty ledger's
+        head of a new state, in one transaction; False if the state has meta rows already."""
         with self.transaction() as cur:
+            self._create(cur)
             if cur.all("SELECT key FROM meta"):
                 return False
             for key, value in meta.items():
@@ -141,6 +234,8 @@ class Store:
             cur.run("INSERT INTO budgets (scope, budget, spent) VALUES (?, ?, ?)",
                     (GLOBAL, str(epsilon), "0"))
             cur.run("INSERT INTO session (id, total, noisy_threshold) VALUES (1, NULL, NULL)")
+            cur.run("INSERT INTO ledger_head (id, length, head) VALUES (1, 0, ?)",
+                    (chain.genesis(meta),))
         return True
 
     def budget(self, scope: str) -> tuple[Fraction, Fraction] | None:
@@ -210,11 +305,21 @@ class Store:
                         f"this analyst's budget would be exceeded: a charge of epsilon "
                         f"{float(cost):.6g} with {float(spent):.6g} of {float(budget):.6g} spent"
                     )
+            # Under the budget row's lock: no other charge appends between this read and ours.
+            head = cur.all(f"SELECT length, head FROM ledger_head WHERE id = 1{self.lock_suffix}")
+            if not head:
+                raise StateError("the state has no ledger head row")
+            seq, prev = int(head[0][0]), str(head[0][1])
             now = time.time()
             for entry in entries:
-                cur.run("INSERT INTO ledger (analyst_id, record, epsilon, created) "
-                        "VALUES (?, ?, ?, ?)", (analyst_id, json.dumps(entry_to_record(entry)),
-                                                float(entry.cost[0]), now))
+                seq += 1
+                record, epsilon = json.dumps(entry_to_record(entry)), float(entry.cost[0])
+                digest = chain.entry_hash(prev, seq, analyst_id, record, epsilon, now)
+                cur.run("INSERT INTO ledger (seq, analyst_id, record, epsilon, created, "
+                        "prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        (seq, analyst_id, record, epsilon, now, prev, digest))
+                prev = digest
+            cur.run("UPDATE ledger_head SET length = ?, head = ? WHERE id = 1", (seq, prev))
             for scope, (_, spent) in rows.items():
                 cur.run("UPDATE budgets SET spent = ? WHERE scope = ?", (str(spent + cost), scope))
 
@@ -258,7 +363,8 @@ class Store:
         return _answers(self.query(sql + " WHERE analyst_id = ? ORDER BY seq", (analyst_id,)))
 
     def lease(self) -> None:
-        """Make sure no other server holds this state (one process serves a state)."""
+        """Take this state for this process, or raise ``RuntimeError`` if another server holds
+        it (one process serves a state); :meth:`close` gives it up."""
 
 
 def _answers(rows: list[tuple]) -> list[StoredAnswer]:
@@ -287,6 +393,7 @@ class SQLiteStore(Store):
     def __init__(self, path: str) -> None:
         super().__init__()
         self.path = path
+        self._created = False
 
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None,
@@ -295,6 +402,52 @@ class SQLiteStore(Store):
         conn.execute("PRAGMA synchronous=FULL")
         conn.execute("PRAGMA busy_timeout=30000")
         return conn
+
+    def _schema(self) -> list[str]:
+        return [*super()._schema(), *(
+            f"CREATE TRIGGER IF NOT EXISTS ledger_no_{verb.lower()} BEFORE {verb} ON ledger "
+            f"BEGIN SELECT RAISE(ABORT, '{_APPEND_ONLY}'); END" for verb in ("UPDATE", "DELETE"))]
+
+    def tables(self) -> set[str]:
+        return {str(n) for (n,) in self.query("SELECT name FROM sqlite_master WHERE type = "
+                                              "'table'")}
+
+    def describe(self) -> str:
+        return f"the state file {self.path!r}"
+
+    def _may_initialise(self) -> bool:
+        return self._created  # a file made by this lease; never one that was there before
+
+    def inspect(self) -> str:
+        try:
+            if not self._created:
+                problems = [r for (r,) in self.query("PRAGMA integrity_check")]
+                if problems != ["ok"]:
+                    raise StateError(f"{self.describe()} fails SQLite's integrity check "
+                                     f"({len(problems)} problems: the database is malformed); "
+                                     "restore it from a backup")
+            return super().inspect()
+        except sqlite3.DatabaseError:
+            raise StateError(f"{self.describe()} is damaged (SQLite cannot read it as a "
+                             "database); restore it from a backup") from None
+
+    def initialise(self, meta: dict[str, str], epsilon: Fraction) -> bool:
+        try:
+            return super().initialise(meta, epsilon)
+        except BaseException:
+            if self._created:  # nothing was committed to the file this lease made: remove it
+                self.close()
+                for suffix in ("", "-wal", "-shm"):
+                    with contextlib.suppress(OSError):
+                        os.unlink(self.path + suffix)
+            raise
+
+    def verify(self, epsilon: Fraction | None = None) -> None:
+        try:
+            super().verify(epsilon)
+        except sqlite3.DatabaseError:
+            raise StateError(f"{self.describe()} is damaged (SQLite cannot read it); restore it "
+                             "from a backup") from None
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[_Cursor]:
@@ -310,15 +463,44 @@ class SQLiteStore(Store):
         cursor.execute("COMMIT")
 
     def lease(self) -> None:
+        """An exclusive ``flock`` on the database file itself, held while this store is open.
+
+        The lock is on the file (its inode), not on a name: a symbolic or hard link to a served
+        state is refused too. A lock file beside the given path would not see those. A file
+        that exists must be a SQLite database reached by one name only: SQLite names the
+        write-ahead log after the path, so a second name of the file would have a journal of
+        its own and see another ledger.
+        """
         import fcntl
 
-        handle = open(self.path + ".lock", "a")  # noqa: SIM115 - held for the process's life
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+            created = True
+        except FileExistsError:
+            created = False
+            try:
+                fd = os.open(self.path, os.O_RDWR)  # follows a symbolic link to the file
+            except OSError as exc:
+                raise StateError(f"cannot open the state file {self.path!r}: "
+                                 f"{exc.strerror}") from None
+        handle = os.fdopen(fd, "rb")
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             handle.close()
-            raise RuntimeError(f"another server is serving {self.path!r}") from None
-        self._held = handle
+            raise RuntimeError(f"another server is serving {self.path!r} (its database file "
+                               "is locked)") from None
+        try:
+            if created:
+                chain.check_no_journal(self.path, self.describe())
+            else:
+                chain.check_sqlite_file(fd, self.describe())
+        except BaseException:
+            if created:
+                os.unlink(self.path)
+            handle.close()
+            raise
+        self._held, self._created = handle, created
 
 
 class PostgresStore(Store):
@@ -338,6 +520,25 @@ class PostgresStore(Store):
     def _connect(self) -> object:
         return self._psycopg.connect(self.url, autocommit=True)
 
+    def _schema(self) -> list[str]:
+        return [*super()._schema(), f"""
+            CREATE OR REPLACE FUNCTION fastmwem_ledger_append_only() RETURNS trigger
+            LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION '{_APPEND_ONLY}'; END $$""",
+                "DROP TRIGGER IF EXISTS ledger_append_only ON ledger",
+                "CREATE TRIGGER ledger_append_only BEFORE UPDATE OR DELETE ON ledger FOR EACH ROW "
+                "EXECUTE FUNCTION fastmwem_ledger_append_only()",
+                "DROP TRIGGER IF EXISTS ledger_no_truncate ON ledger",
+                "CREATE TRIGGER ledger_no_truncate BEFORE TRUNCATE ON ledger FOR EACH STATEMENT "
+                "EXECUTE FUNCTION fastmwem_ledger_append_only()"]
+
+    def tables(self) -> set[str]:
+        return {str(n) for (n,) in self.query(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = "
+            "current_schema()")}
+
+    def describe(self) -> str:
+        return "the PostgreSQL database"
+
     @contextlib.contextmanager
     def transaction(self) -> Iterator[_Cursor]:
         conn = self._conn()
@@ -349,7 +550,8 @@ class PostgresStore(Store):
         # A session-level advisory lock: released by the server when this connection dies.
         if not conn.execute("SELECT pg_try_advisory_lock(8675309)").fetchone()[0]:
             conn.close()
-            raise RuntimeError("another server is serving this PostgreSQL state")
+            raise RuntimeError("another server is serving this PostgreSQL state (its advisory "
+                               "lock is held)")
         self._held = conn
 
 
