@@ -1,6 +1,6 @@
 """Exact draws per second of atom_perfect on the 1-D example (n = 100, eps = 1).
 
-Data: 100 records from Beta(1,1) (seed 0). Goal in issue 4: at least 1e4 exact draws per second
+Data: 100 records from Beta(1,1) (seed 0). Goal: at least 1e4 exact draws per second
 on 2 cores. Measured for the vectorised ``sample_many`` (batches of 1e4 and 1e5 draws) and for
 one-at-a-time ``sample`` calls, with the uniform exit (kappa = 1) and the Laplace exit at the
 mean, and, for reference, Metropolis at delta = 1/n (not exact; uniform proposal, beta_U).

@@ -1,6 +1,6 @@
 """All 2-way marginals of up to 10^8 records in Parquet through DuckDB, beside pandas' groupby.
 
-Issue 11 (the data side): MWEM reads the private data only through marginal counts, so a query
+MWEM reads the private data only through marginal counts, so a query
 engine can count them where the file lies. This measures :class:`DuckDBSource` on generated
 Parquet files over the Adult domain (``data/adult-domain.json``: 14 attributes, 91 pairs):
 

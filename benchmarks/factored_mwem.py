@@ -1,12 +1,12 @@
-"""Factored MWEM (issue 11): error vs epsilon on adult and NLTCS, time vs number of attributes.
+"""Factored MWEM: error vs epsilon on adult and NLTCS, time vs number of attributes.
 
 1. Error vs epsilon (0.1 to 10): MWEM fitted to all 3-way marginals with the default options
    (25 rounds, 20 reuse passes, pure DP), scored by the mean L1 distance between normalised
    true and synthetic marginals over all 2-way and all 3-way marginals. On adult (6.4e17 cells)
    MWEM keeps a factored model by itself: the junction tree (the default) and, for comparison,
-   the disjoint product of mwem.txt s.4 (``model="product"``). On NLTCS (65,536 cells) the dense
-   histogram (the default there) and the junction tree. Baseline: a product of noisy 1-way
-   marginals (all measured at once, L1 sensitivity d).
+   the disjoint product of the MWEM paper's s.4 (arXiv:1012.4763; ``model="product"``). On
+   NLTCS (65,536 cells) the dense histogram (the default there) and the junction tree.
+   Baseline: a product of noisy 1-way marginals (all measured at once, L1 sensitivity d).
 2. Time vs number of attributes: 100,000 synthetic binary records driven by four latent bits
    (so that there is structure to find), all 2-way marginals, the default options; the junction
    tree at d = 10 to 160 attributes and the dense histogram while it fits. The whole run and
@@ -17,7 +17,7 @@
    time, and the errors of the model (by inference) and of the written records.
 
 The data sets are read from ``--data`` (a directory with ``adult.csv``, ``adult-domain.json``
-and the others, as in the project's shared data folder; default ``../shared/data`` beside the
+and the others, integer-coded with their domain files; default ``../shared/data`` beside the
 repository). Run: ``python benchmarks/factored_mwem.py [--seeds 2] [--quick]``. Writes
 benchmarks/results/factored_mwem.json and .png.
 """
@@ -281,7 +281,7 @@ def main() -> None:
     if os.path.isfile(path):
         with open(path, encoding="utf-8") as fh:
             payload = json.load(fh)
-    payload.update({"benchmark": "factored_mwem (issue 11)",
+    payload.update({"benchmark": "factored_mwem",
                     "machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
                                 "platform": platform.platform()},
                     "seeds": args.seeds})

@@ -1,6 +1,6 @@
 """Fast-MWEM end to end: ``mwem(selection="lazy")`` vs ``mwem(selection="exponential")``.
 
-Issue 9 s.4, the end-to-end goal: over ``m = 10^6`` random counting queries
+The end-to-end goal: over ``m = 10^6`` random counting queries
 (:class:`~fastmwem.workloads.RandomCountingQueries`) on ``|X| = 256`` cells (8 binary
 attributes), ``T = 100`` rounds, Fast-MWEM should be at least 10x faster than today's MWEM on the
 same run, with the same error within noise.

@@ -1,6 +1,6 @@
 """Fast-MWEM over all ranges of |X| = 4096 cells: the exact interval oracle vs the classic scan.
 
-Issue 9 s.4: all ``m = 4096 * 4097 / 2 = 8,390,656`` intervals
+All ``m = 4096 * 4097 / 2 = 8,390,656`` intervals
 (:class:`~fastmwem.workloads.AllIntervals`) of one ordered attribute, ``mwem(selection="lazy")``
 (the workload's own exact oracle, :class:`~fastmwem.workloads.IntervalOracle`: the ``k`` largest
 subarray sums of ``v`` in ``O(|X| log |X| + k log k)``, ``k = ceil(sqrt(m)) = 2897``, searched for

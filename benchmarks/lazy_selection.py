@@ -1,6 +1,6 @@
 """Per-selection time of the exponential mechanism over m random counting queries: classic vs lazy.
 
-Fast-MWEM's selection step (fast-mwem.txt Fig. 4, App. I.1; issue 9 s.4). The keys are ``m``
+Fast-MWEM's selection step (Fast-MWEM, arXiv:2602.03732, Fig. 4, App. I.1). The keys are ``m``
 random 0/1 queries over ``|X| = d`` cells, complement-closed (``N = 2m`` candidates, the negations
 never stored), the query vector is ``v = h - p`` (``h`` a histogram of ``n`` records drawn from a
 Dirichlet(0.5) distribution, ``p`` a Dirichlet(1) synthetic distribution), the scores
@@ -276,7 +276,7 @@ def main() -> None:
     parser.add_argument("--sizes", type=float, nargs="+", default=[1e4, 1e5, 1e6])
     parser.add_argument("--dims", type=int, nargs="+", default=[256, 1024])
     parser.add_argument("--repeats", type=int, default=15)
-    # epsilon = 1 over T = 100 rounds at delta = 1e-6 by advanced composition (spec s.g.3)
+    # epsilon = 1 over T = 100 rounds at delta = 1e-6 by advanced composition
     parser.add_argument("--epsilon0", type=float, default=0.027)
     parser.add_argument("--n-records", type=int, default=10_000)
     parser.add_argument("--max-float-gb", type=float, default=4.5,

@@ -1,8 +1,8 @@
 """Fraction of violated constraints vs rounds, fast (lazy) vs classic (Fast-MWEM s.5.2, Fig. 5).
 
-The private-LP spec's s.6 defaults: d = 50, ``A ~ U[0, 1]``, ``x* ~ Dirichlet(1)``,
+The instance of docs/lp.md: d = 50, ``A ~ U[0, 1]``, ``x* ~ Dirichlet(1)``,
 ``b = A x* + U[0, 0.05]``, epsilon = 1, delta = 1e-6, T = 200, beta = 0.05, width ``1 + max b``,
-advanced composition. Two sensitivities: the spec's 0.01 (``b`` as counts of 100 records), where
+advanced composition. Two sensitivities: 0.01 (``b`` as counts of 100 records), where
 ``epsilon0 / (2 sensitivity)`` is so small that every round's choice is close to uniform, and
 1e-4 (``b`` over 10,000 records), where the private choice tracks the worst constraint.
 

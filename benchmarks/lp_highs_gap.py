@@ -1,10 +1,10 @@
 """Gap to the non-private optimum (HiGHS, ``scipy.optimize.linprog``) vs epsilon.
 
-Scalar privacy: the private-LP spec's s.6 instance (d = 50, ``A ~ U[0, 1]``, ``x* ~
+Scalar privacy: the instance of docs/lp.md (d = 50, ``A ~ U[0, 1]``, ``x* ~
 Dirichlet(1)``, ``b = A x* + U[0, 0.05]``) with costs ``c ~ U[0, 1]``, minimised over the simplex;
 ``private_linprog`` with the objective search (8 probes, tolerance 0.02 on the largest violation),
 T = 200 rounds per probe, zCDP composition, lazy selection over the exact warm oracle. Two
-sensitivities of ``b``: 0.01 (the spec's) and 1e-4.
+sensitivities of ``b``: 0.01 and 1e-4.
 
 Constraint privacy: a packing LP (``c ~ -U[0.5, 1.5]``, the same ``A`` and ``b``), density
 s = m / 100, objective range ``(2 OPT, 0)`` (a public bound), tolerance 0.02 on the violation

@@ -1,6 +1,6 @@
 """Time per round of the scalar-private LP's constraint choice vs m, for every oracle.
 
-Fast-MWEM s.5.2 / App. J (Figs. 8-9) with the private-LP spec's s.6 defaults: d = 50,
+Fast-MWEM (arXiv:2602.03732) s.5.2 / App. J (Figs. 8-9) on the instance of docs/lp.md: d = 50,
 ``A ~ U[0, 1]`` (float32), ``x* ~ Dirichlet(1)``, ``b = A x* + U[0, 0.05]`` (rounded to float32
 values, so that exact indices can keep float32 keys), sensitivity 0.01, epsilon = 1,
 delta = 1e-6, the per-round epsilon0 of T = 200 rounds under advanced composition, width

@@ -4,7 +4,7 @@ Each configuration runs :func:`fastmwem.release.defaults.mwem_auto` (what ``fast
 runs) on all 3-way marginals of a table, 3 seeds, and scores the synthetic distribution by the
 mean L1 distance between normalised true and synthetic 3-way marginals
 (:func:`fastmwem.evaluation.workload_error` for a dense model, inference for a factored one).
-CPU seconds are the process's (``time.process_time``) around the run. The AIM figures of issue 13
+CPU seconds are the process's (``time.process_time``) around the run. The AIM reference figures
 (OpenDP's AIM at (epsilon, delta=1e-9), measured on the same machine) are drawn beside them.
 
 Configurations:
@@ -47,7 +47,8 @@ CONFIGS = {
     "zcdp-adaptive": {"privacy": "zcdp", "delta": DELTA, "rounds": "adaptive"},
     "zcdp-default": {"privacy": "zcdp", "delta": DELTA},
 }
-#: Issue 13's AIM reference on NLTCS (mean 3-way L1 at (epsilon, 1e-9)); epsilon 3 unmeasured.
+#: The AIM reference on NLTCS (``aim_reference.py``: mean 3-way L1 at (epsilon, 1e-9)); epsilon 3
+#: unmeasured.
 AIM_NLTCS = {0.1: 0.070, 0.3: 0.030, 1.0: 0.016}
 
 
@@ -155,7 +156,7 @@ def plot(summary, aim, path, name):
     if aim:
         eps = sorted(aim)
         ax.plot(eps, [aim[e] for e in eps], ls="--", marker="x", color="k",
-                label="AIM (issue 13 reference)")
+                label="AIM (reference)")
     for axis, label in ((ax, "mean L1, 3-way marginals"), (bx, "CPU seconds")):
         axis.set_xscale("log")
         axis.set_yscale("log")

@@ -1,4 +1,4 @@
-"""Issue 12: the PMW query service on NLTCS.
+"""The PMW query service (``fastmwem serve``) on NLTCS.
 
 1. Throughput: answered queries per second over HTTP on loopback with 1, 4 and 16 concurrent
    clients, SQLite (WAL) state vs PostgreSQL state (a throw-away server started here, as in the

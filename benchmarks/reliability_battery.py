@@ -1,4 +1,4 @@
-"""Reliability battery (issue 8): bad inputs must get a clear error before any budget is spent.
+"""Reliability battery: bad inputs must get a clear error before any budget is spent.
 
 Runs every case below in a forked child process (a fresh temporary directory each, an address
 space limit of ``MEMORY_CAP`` bytes and a timeout), and sorts each bad input into one of:
@@ -1943,7 +1943,7 @@ def register_valid_api() -> None:
 
 
 def register_more() -> None:
-    """Cases invented beyond the issue's list."""
+    """Further cases, beyond the first list."""
     area_cli, area_api = "cli synth", "api more"
     bad("cli_no_command", "cli synth", lambda c: c.cli(), ("required", "COMMAND"))
 

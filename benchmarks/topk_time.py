@@ -1,7 +1,7 @@
 """Figure 3 of Gillenwater et al. (2022): time of every top-k method vs k at d = 166,000.
 
 Counts are a Foods-like heavy-tailed vector, ``ceil(exp(N(1.0, 1.4)))`` drawn with
-``numpy.random.default_rng(7)`` (the spec's recipe; about 1.3M total count, a top count near
+``numpy.random.default_rng(7)`` (about 1.3M total count, a top count near
 1,500-2,000, a quarter of the items at count 1). epsilon = 1, add-remove neighbours, CDP-Peel at
 delta = 1e-6. Each point is the median wall time (``time.perf_counter``) of ``--repeats`` calls
 after one warm-up call, single process; in each repeat the methods take turns, so changes in the
@@ -36,7 +36,8 @@ D = 166_000
 EPSILON = 1.0
 DELTA = 1e-6
 
-#: Figures measured by the spec authors on a 2-core machine (numpy 2.2.6), same counts recipe.
+#: Figures measured once, separately, with the peers' own code on a 2-core machine (numpy 2.2.6),
+#: same counts recipe; not re-run here.
 PEERS = {
     "reference Joint (google-research dp_topk)": {
         "k=5": {"seconds": 1.18, "peak_mb": 92}, "k=50": {"seconds": 51.4, "peak_mb": 548},

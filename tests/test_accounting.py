@@ -1,4 +1,4 @@
-"""Accountant exactness, composition formulas and thread safety (testing-and-audit.md s.4, #10-11).
+"""Accountant exactness, composition formulas and thread safety.
 
 Closed forms are checked against a 60-digit ``decimal`` reference, which is independent of the
 float code under test; "outward" means the library's number is never on the unsafe side of it.
@@ -483,7 +483,7 @@ test_accountant_state_machine = AccountantMachine.TestCase
 
 
 class AccountantMachineLong(AccountantMachine):
-    """The same machine at the spec's nightly size (200 steps x 500 runs)."""
+    """The same machine at the slow tier's size (200 steps x 500 runs)."""
 
 
 AccountantMachineLong.TestCase.settings = settings(max_examples=5 * _N, stateful_step_count=200)

@@ -1,4 +1,4 @@
-"""The default generator is a keyed ChaCha20 stream (testing-and-audit.md check 15)."""
+"""The default generator is a keyed ChaCha20 stream."""
 
 import numpy as np
 import pytest

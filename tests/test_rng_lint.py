@@ -1,4 +1,4 @@
-"""No global random state anywhere in the library (testing-and-audit.md s.4 #15).
+"""No global random state anywhere in the library.
 
 An AST scan of every module under src/fastmwem: no stdlib ``random`` import, and no use of
 numpy's legacy global-state API (``np.random.seed``, ``np.random.rand``, ``RandomState``, ...).

@@ -145,7 +145,7 @@ def test_topk_cli_items_file_must_cover_the_data(tmp_path, raw_csv, capsys):
     assert "data row 103 (0-based)" in err and "'z'" not in err
 
 
-# -- issue 8 s.5: read what we write, refuse what we cannot read ------------------------------
+# -- read what we write, refuse what we cannot read ------------------------------------------
 
 
 def _topk(path, *extra, out=None):

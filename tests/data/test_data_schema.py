@@ -367,7 +367,7 @@ def test_encode_csv_with_utf8_bom(tmp_path):
     np.testing.assert_array_equal(s.encode_csv(path).records, [[1, 3], [0, 0]])
 
 
-# -- issue 8: specs that cannot be written and read back, or that cannot fit ------------------
+# -- specs that cannot be written and read back, or that cannot fit ---------------------------
 
 
 @pytest.mark.parametrize("make", [

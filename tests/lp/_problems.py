@@ -7,7 +7,7 @@ import numpy as np
 
 def simplex_lp(rng: np.random.Generator, m: int, d: int, noise: float = 0.05,
                dtype: type = np.float64) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The private-LP spec's s.6 instance: ``A ~ U[0, 1]``, ``x* ~ Dirichlet(1)``,
+    """The instance of docs/lp.md's measurements: ``A ~ U[0, 1]``, ``x* ~ Dirichlet(1)``,
     ``b = A x* + U[0, noise]`` (so ``x*`` is feasible)."""
     A = rng.random((m, d)).astype(dtype)
     xstar = rng.dirichlet(np.ones(d))

@@ -1,4 +1,4 @@
-"""The privacy plan of an LP solve (private-LP spec s.0; s.7 #9: accounting maximality)."""
+"""The privacy plan of an LP solve (docs/lp.md, Test 9: accounting maximality)."""
 
 from __future__ import annotations
 

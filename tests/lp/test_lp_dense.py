@@ -1,4 +1,4 @@
-"""Constraint-private LPs by dense MWU, C1/C2 (private-LP spec s.4; s.7 #6, #7, #8)."""
+"""Constraint-private LPs by dense MWU, C1/C2 (docs/lp.md, Tests 6, 7 and 8)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def _scores(lp: DenseLP, y: np.ndarray, z: float) -> np.ndarray:
 
 
 def test_dense_mwu_with_the_exact_oracle_violates_fewer_than_s_rows():
-    """Spec s.7 #6 (m = 3000, d = 40, s = 30, T = 4000): with the exact dual oracle
+    """docs/lp.md Test 6 (m = 3000, d = 40, s = 30, T = 4000): with the exact dual oracle
     (epsilon0 = infinity) fewer than s rows are violated by more than
     alpha = 2 width sqrt(ln(m / s) / T)."""
     rng = np.random.default_rng(0)
@@ -41,7 +41,7 @@ def test_dense_mwu_with_the_exact_oracle_violates_fewer_than_s_rows():
     violations = A @ x - b
     assert np.count_nonzero(violations > alpha) < s
     assert -c @ x == pytest.approx(z)  # the average of vertices stays on c'x = z
-    assert violations.max() < alpha  # in fact all rows, as in the spec's check
+    assert violations.max() < alpha  # in fact all rows
 
 
 def _neighbours(rng, m, d, bound, adversarial):
@@ -54,7 +54,7 @@ def _neighbours(rng, m, d, bound, adversarial):
 
 
 def test_sensitivity_audit_on_neighbour_pairs():
-    """Spec s.7 #7 (C1): for neighbours sharing a history, every score moves by at most
+    """docs/lp.md Test 7 (C1): for neighbours sharing a history, every score moves by at most
     rho_A / s, rho_A = z max A / min c'. The bound is nearly reached."""
     rng = np.random.default_rng(1)
     closest = 0.0
@@ -80,7 +80,7 @@ def test_sensitivity_audit_on_neighbour_pairs():
 
 
 def test_lazy_projection_keeps_neighbours_weights_equal_on_shared_rows():
-    """Spec s.7 #8: the pre-projection log-weights of neighbours agree on the shared rows
+    """docs/lp.md Test 8: the pre-projection log-weights of neighbours agree on the shared rows
     whatever the history. Re-projecting the projected distribution each round (the eager
     variant) does not: it is why the solver projects the cumulative gains."""
     rng = np.random.default_rng(2)

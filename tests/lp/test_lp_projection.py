@@ -1,4 +1,4 @@
-"""The capped KL projection onto s-dense distributions (private-LP spec s.4.1; s.7 #4 and #5)."""
+"""The capped KL projection onto s-dense distributions (docs/lp.md, Tests 4 and 5)."""
 
 from __future__ import annotations
 
@@ -106,7 +106,7 @@ def test_large_m_partial_sort_agrees_with_full_sort():
 
 
 def test_neighbour_lemma():
-    """Spec s.7 #5: appending a coordinate only lowers the shared ones, and
+    """docs/lp.md Test 5: appending a coordinate only lowers the shared ones, and
     s |Pi(w) - Pi(w')|_1 <= 2 (total variation <= 1/s); the bound is attained."""
     rng = np.random.default_rng(4)
     closest = 0.0

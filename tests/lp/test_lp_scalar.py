@@ -1,4 +1,4 @@
-"""Scalar-private LPs, S1/S2 (private-LP spec s.1; s.7 #1, #2, #3, #7, #10).
+"""Scalar-private LPs, S1/S2 (docs/lp.md, Tests 1, 2, 3, 7 and 10).
 
 Statistical tests state their level: each chi-square test rejects a correct law with probability
 ``ALPHA``; each power check shows the same counts reject a law that is slightly off.
@@ -51,7 +51,7 @@ def _lazy(spec: str, A: np.ndarray, b: np.ndarray):
 
 @pytest.mark.parametrize("spec", ["flat", "warm"])
 def test_lazy_selection_has_the_exponential_mechanism_law(spec):
-    """Spec s.7 #1 (m = 50, k = 8): the lazy selection over an exact oracle is the EM."""
+    """docs/lp.md Test 1 (m = 50, k = 8): the lazy selection over an exact oracle is the EM."""
     A, b, x, _ = _small_problem()
     _check_law(*_lazy(spec, A, b), x, 8_000, seed=1)
 
@@ -99,7 +99,7 @@ def _argmax(rows: ScalarRows):
 
 
 def test_non_private_convergence_bound():
-    """Spec s.7 #2 and s.2: with the exact argmax (epsilon0 = infinity) the average iterate's
+    """docs/lp.md Test 2: with the exact argmax (epsilon0 = infinity) the average iterate's
     largest violation is at most 2 width sqrt(ln d / T), and shrinks with T."""
     rng = np.random.default_rng(6)
     A, b, _ = simplex_lp(rng, 2000, 50)
@@ -112,11 +112,11 @@ def test_non_private_convergence_bound():
         assert worst[rounds] <= 2 * width * np.sqrt(np.log(50) / rounds)
         assert abs(x.sum() - 1) < 1e-12 and x.min() >= 0
     assert worst[1000] < worst[100]
-    assert worst[100] < 0.05  # far inside the bound (spec s.2 measured 0.011)
+    assert worst[100] < 0.05  # far inside the bound (a reference run measured 0.011)
 
 
 def test_neighbours_share_iterates_and_scores_move_by_at_most_the_sensitivity():
-    """Spec s.7 #7 (S1): given the same history the iterates do not depend on b, so every
+    """docs/lp.md Test 7 (S1): given the same history the iterates do not depend on b, so every
     score moves by at most |b - b'|_inf."""
     rng = np.random.default_rng(7)
     A, b, _ = simplex_lp(rng, 200, 8)
@@ -143,7 +143,7 @@ def test_neighbours_share_iterates_and_scores_move_by_at_most_the_sensitivity():
 
 
 def test_sign_wrapper_gives_the_same_solution_and_law():
-    """Spec s.7 #10: rows given as A_lb x >= b_lb run as (-A_lb, -b_lb): the same run
+    """docs/lp.md Test 10: rows given as A_lb x >= b_lb run as (-A_lb, -b_lb): the same run
     seed for seed, and the round law is the EM on the violations b_lb - A_lb x."""
     rng = np.random.default_rng(8)
     A, b, _ = simplex_lp(rng, 60, 5)
@@ -162,7 +162,7 @@ def test_sign_wrapper_gives_the_same_solution_and_law():
 
 
 def test_alpha_formula():
-    # spec s.2: the regret term is 0.084 at T = 1000 (width 0.672 on its instance), and with
+    # the regret term is 0.084 at T = 1000 (width 0.672 on an m = 2000, d = 50 instance), and with
     # epsilon0 = 50, sensitivity 0.01 the whole bound is 0.091 (m = 2000)
     assert 2 * 0.672 * np.sqrt(np.log(50) / 1000) == pytest.approx(0.084, abs=1e-3)
     assert scalar_alpha(0.672, 50, 2000, 1000, 0.01, 50.0, 0.05) == pytest.approx(0.091, abs=1e-3)
@@ -170,7 +170,7 @@ def test_alpha_formula():
 
 @pytest.mark.slow
 def test_private_utility_over_200_seeds():
-    """Spec s.7 #3: over 200 seeds, the fraction of runs whose largest violation exceeds the
+    """docs/lp.md Test 3: over 200 seeds, the fraction of runs whose largest violation exceeds the
     alpha of s.1 is at most beta (binomial test at level 1e-3 against beta = 0.05)."""
     from scipy import stats
 

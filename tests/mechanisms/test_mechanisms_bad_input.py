@@ -1,4 +1,4 @@
-"""Bad-input suite for the privacy core (testing-and-audit.md s.4 #9).
+"""Bad-input suite for the privacy core.
 
 Every case must raise exactly one ValueError or TypeError whose message names the offending
 argument, before any randomness or budget is used: the accountant passed in is unchanged and the

@@ -1,4 +1,4 @@
-"""Empirical-epsilon audit of the selection mechanisms (testing-and-audit.md s.4.1, s.4.2, #4).
+"""Empirical-epsilon audit of the selection mechanisms.
 
 For each neighbour pair (D, D') the mechanism is run many times on both score vectors; the
 Clopper-Pearson lower bound on the privacy loss over all singleton outputs and both directions

@@ -1,4 +1,4 @@
-"""Exact-law tests of ExponentialMechanism and PermuteAndFlip (testing-and-audit.md s.4 #1).
+"""Exact-law tests of ExponentialMechanism and PermuteAndFlip.
 
 Every test draws from the public ``select`` with a fixed seed and runs a Pearson chi-square test
 against the mechanism's exact ``probabilities`` at ALPHA = 1e-4: the correct mechanism must give
@@ -22,7 +22,7 @@ from tests.mechanisms._sampling import select_counts
 
 ALPHA = 1e-4
 N_DEFAULT = 20_000  # ~0.5 s per vector per mechanism through the public select (~25 us/draw)
-N_FULL = 200_000  # the spec's size, in the slow tier
+N_FULL = 200_000  # the slow tier's size
 # Draws for the 2x-epsilon power checks: the chi-square noncentrality is ~60 at ~250 draws for
 # every vector below, so 3,000 draws reject with a wide margin.
 N_POWER = 3_000

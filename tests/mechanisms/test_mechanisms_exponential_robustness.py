@@ -1,4 +1,4 @@
-"""Numerical robustness of the selection mechanisms (testing-and-audit.md s.4 #8), with hypothesis.
+"""Numerical robustness of the selection mechanisms, with hypothesis.
 
 Scores up to +-1e300, epsilon in [1e-6, 1e6] (and sensitivities far from 1): ``select`` returns a
 valid index without any warning, the exact law is finite and sums to 1, it is invariant to adding
@@ -20,7 +20,7 @@ from fastmwem.mechanisms import ExponentialMechanism, PermuteAndFlip
 
 MECHANISMS = [ExponentialMechanism, PermuteAndFlip]
 PROFILE = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-# The spec's nightly size for property tests.
+# The slow tier's size for property tests.
 PROFILE_LONG = settings(max_examples=2000, deadline=None,
                         suppress_health_check=[HealthCheck.too_slow])
 

@@ -132,7 +132,8 @@ def test_law_is_the_exponential_mechanism(name):
 
 
 def test_law_and_mean_tail_on_flat_scores():
-    # Flat scores attain E[t] = (N - k) / (k + 1) exactly (spec s.b); 4 standard errors.
+    # Flat scores attain E[t] = (N - k) / (k + 1) exactly (Fast-MWEM, arXiv:2602.03732,
+    # Thm D.1); 4 standard errors.
     tails = _check_law("flat", N_DEFAULT)
     bound = (50 - 6) / (6 + 1)
     assert abs(tails.mean() - bound) < 4 * tails.std() / np.sqrt(tails.size)
@@ -203,7 +204,7 @@ def test_power_wrong_epsilon_fails():
     assert chi_square_pvalue(counts, _exact_law(mech, keys, v)) < ALPHA
 
 
-# -- approximate top-k sets (fast-mwem.txt App. F) ------------------------------------------------
+# -- approximate top-k sets (Fast-MWEM App. F) ------------------------------------------------
 
 class _Perturbed:
     """A certified approximate oracle: ranks keys by score + u_i with |u_i| <= gap / 2, so no
@@ -245,7 +246,7 @@ def test_privacy_mode_with_a_certified_gap_keeps_the_exact_law():
 
 
 def test_privacy_mode_over_an_exact_set_with_c_is_exact():
-    # The spec's prototype check: exact S, margin lowered by c = 1 (Alg. 6 form).
+    # An exact S with the margin lowered by c = 1 (the form of Fast-MWEM's Alg. 6).
     rng = np.random.default_rng(10)
     keys = rng.normal(size=(50, 5))
     v = rng.normal(size=5)

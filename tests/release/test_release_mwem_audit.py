@@ -1,4 +1,4 @@
-"""End-to-end empirical-epsilon audit of MWEM (testing-and-audit.md check 17), slow tier."""
+"""End-to-end empirical-epsilon audit of MWEM, slow tier."""
 
 import importlib
 

@@ -64,7 +64,8 @@ def test_all_kway_counts_and_order() -> None:
 
 
 def test_low_order_parities_determine_the_marginals() -> None:
-    # mwem.txt s.3.2: every k-way marginal is recovered from the parities of size <= k.
+    # MWEM paper (arXiv:1012.4763) s.3.2: every k-way marginal is recovered from the parities of
+    # size <= k.
     d = binary(5)
     h = np.random.default_rng(1).random(d.size)
     w = Parities.all_kway(d, 2)

@@ -1,4 +1,5 @@
-"""RangeQueries: brute force from the codes, random generation (mwem.txt s.3.1), validation."""
+"""RangeQueries: brute force from the codes, random generation (MWEM paper, arXiv:1012.4763,
+s.3.1), validation."""
 
 from __future__ import annotations
 

@@ -6,7 +6,8 @@ Every key whose exact score reaches the k-th largest exact score then has ``b_i 
 ``T`` is the k-th largest approximate score (the k keys above ``T`` have exact scores
 ``>= T - E``, so the k-th exact score is ``>= T - E``). Rescoring that window exactly and keeping
 the k best gives a true top-k set, whatever the rounding of the scan: the lazy exponential
-mechanism needs exactly that (fast-mwem.txt App. D; a missed key would change its law).
+mechanism needs exactly that (Fast-MWEM, arXiv:2602.03732, App. D; a missed key would change
+its law).
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 Only ``faiss:Flat`` (inner product) is exact: its float32 scan is refined to a true top-k like
 ``FlatIndex``. IVF, HNSW and hnswlib graphs are heuristics with no certified bound: on random 0/1
-keys they reach a recall@k of 0.2-0.75 (lazy-exponential-mechanism spec, s.g), so they report
+keys their recall@k stays far below 1 (0.19-0.59 in docs/fast-mwem.md, Fig. 3-4; Fast-MWEM is
+Haris, Choi and Laksanawisit, arXiv:2602.03732), so they report
 ``exact = False`` and ``certified_gap = None``, and the lazy exponential mechanism runs over them
 only when the caller opts out of the exact guarantee. Every adapter keeps an exact copy of the
 keys (bit-packed when they are 0/1) for ``score`` and rescores what the graph returns.
@@ -60,7 +61,7 @@ def require_ann(module: str) -> ModuleType:
 
 
 def mips_to_l2(keys: object, max_norm: float | None = None) -> tuple[np.ndarray, float]:
-    """Neyshabur-Srebro reduction (fast-mwem.txt App. E): keys ``x -> [x, sqrt(M^2 - |x|^2)]``.
+    """Neyshabur-Srebro reduction (Fast-MWEM App. E): keys ``x -> [x, sqrt(M^2 - |x|^2)]``.
 
     With queries mapped by :func:`mips_query_to_l2` (``v -> [v, 0]``),
     ``|x' - v'|^2 = M^2 + |v|^2 - 2 <x, v>``, so the nearest keys in L2 are the largest inner

@@ -10,7 +10,7 @@ from fastmwem.lp.budget import COMPOSITIONS, check_epsilon_bound
 __all__ = ["DEFAULT_ROUNDS", "budget", "selection", "objective_range", "tolerance", "rounds",
            "refuse", "flag"]
 
-#: Rounds T when ``rounds=None`` (the private-LP spec's s.6 default).
+#: Rounds T when ``rounds=None`` (the instance of docs/lp.md's measurements, after Fast-MWEM s.5.2).
 DEFAULT_ROUNDS = 200
 _SELECTIONS = ("exponential", "lazy")
 

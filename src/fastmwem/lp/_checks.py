@@ -93,8 +93,8 @@ def check_lp(c: object | None, A_ub: object, b_ub: object, A_lb: object = None,
              b_lb: object = None) -> LPData:
     """Check and stack ``A_ub @ x <= b_ub`` and ``A_lb @ x >= b_lb`` into one ``A x <= b``.
 
-    Rows ``A_lb @ x >= b_lb`` become ``-A_lb @ x <= -b_lb`` (the sign convention of the
-    private-LP spec: the violation of a row is always ``A_i x - b_i``).
+    Rows ``A_lb @ x >= b_lb`` become ``-A_lb @ x <= -b_lb`` (the sign convention of
+    docs/lp.md: the violation of a row is always ``A_i x - b_i``).
     """
     cv = None if c is None else _vector(c, "c", None, "")
     if cv is not None and cv.size == 0:

@@ -90,7 +90,7 @@ def solve(*, budget: Budget, em_rounds: int, tests: int, rng: object, accountant
 def bisect_objective(run_probe: Callable[[float, int], tuple[np.ndarray, list[LPRound]]],
                      test: Callable[[np.ndarray, float], tuple[float, float, bool]], *,
                      lower: float, upper: float, probes: int, fallback: Outcome) -> Outcome:
-    """The private binary search over the objective value (private-LP spec s.3).
+    """The private binary search over the objective value (the search for OPT of Fast-MWEM s.4).
 
     Probe ``j`` solves for ``c @ x <= mid`` and runs the noisy test; an accepted target moves the
     upper end down (a smaller objective is harder), a refused one moves the lower end up. The

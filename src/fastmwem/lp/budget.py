@@ -5,11 +5,12 @@ A solve is ``em_rounds`` adaptive exponential-mechanism rounds (each ``epsilon0`
 ``epsilon_test``-DP). The plan depends on public parameters only and is charged to the accountant
 in one atomic ``compose_all`` before the data is touched.
 
-Compositions (private-LP spec s.0):
+Compositions:
 
-* ``"advanced"``: the largest ``epsilon0`` whose advanced composition (fast-mwem.txt Thm B.1)
-  over the rounds stays within the rounds' share of epsilon (bisection, never above it), or the
-  basic ``epsilon / T`` when that is larger. Charged as one ``ApproxDP`` event for all rounds.
+* ``"advanced"``: the largest ``epsilon0`` whose advanced composition (Fast-MWEM,
+  arXiv:2602.03732, Thm B.1) over the rounds stays within the rounds' share of epsilon
+  (bisection, never above it), or the basic ``epsilon / T`` when that is larger. Charged as one
+  ``ApproxDP`` event for all rounds.
 * ``"zcdp"``: each round costs ``epsilon0**2 / 8`` (bounded range), each test
   ``epsilon_test**2 / 2``; the plan's total ``rho`` converts to at most ``(epsilon, delta)``.
 * ``"basic"``: ``epsilon0 = epsilon / T`` (pure DP when ``delta = 0``).

@@ -1,6 +1,6 @@
-"""Constraint-private LPs by dense multiplicative weights (private-LP spec s.4, Algorithms C1
-and C2; fast-mwem.txt s.4.2 and App. A, G, after Hsu, Roth, Roughgarden and Ullman, arXiv
-1402.3631).
+"""Constraint-private LPs by dense multiplicative weights (Algorithms C1 and C2 of docs/lp.md;
+Fast-MWEM, arXiv:2602.03732, s.4.2 and App. A, G, after Hsu, Roth, Roughgarden and Ullman,
+arXiv 1402.3631).
 
 Problem (a packing LP in scipy's form): ``c < 0`` public, ``0 <= A <= entry_bound``, ``b >= 0``;
 neighbouring datasets differ by one constraint row ``(A_i, b_i)`` added or removed. For a public
@@ -61,7 +61,7 @@ class DenseMWU:
     """Multiplicative weights over the constraints, projected onto ``s``-dense distributions.
 
     The state is the cumulative gain of each row; every round's distribution is the projection of
-    ``eta * gains`` (lazy projection, private-LP spec s.4.1): never the previous projected
+    ``eta * gains`` (lazy projection, docs/lp.md): never the previous projected
     distribution updated again.
     """
 

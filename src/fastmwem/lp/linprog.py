@@ -1,14 +1,14 @@
 """Private linear programs in the style of ``scipy.optimize.linprog``: minimise ``c @ x`` subject
 to ``A_ub @ x <= b_ub`` (and ``A_lb @ x >= b_lb``), under one of two privacy models.
 
-* ``privacy="scalar"`` (private-LP spec s.1, s.3): ``A`` and ``c`` are public, ``b`` is private,
-  and neighbouring datasets have ``|b - b'|_inf <= sensitivity``. ``x`` ranges over the
-  probability simplex (scale the variables to fit). Feasibility by S1/S2, the objective by a
+* ``privacy="scalar"`` (Fast-MWEM, arXiv:2602.03732, s.4.1): ``A`` and ``c`` are public, ``b``
+  is private, and neighbouring datasets have ``|b - b'|_inf <= sensitivity``. ``x`` ranges over
+  the probability simplex (scale the variables to fit). Feasibility by S1/S2, the objective by a
   private binary search over the target ``c @ x <= w``.
-* ``privacy="constraint"`` (spec s.4): neighbouring datasets differ by one constraint row. The LP
-  must be a packing LP (``c < 0``, ``0 <= A_ub <= entry_bound``, ``b_ub >= 0``, ``x >= 0``); the
-  answer may violate up to ``density`` constraints by more than ``alpha``. Dense MWU (C1/C2) for
-  each target, and the same binary search with a noisy count as its test.
+* ``privacy="constraint"`` (Fast-MWEM s.4.2): neighbouring datasets differ by one constraint
+  row. The LP must be a packing LP (``c < 0``, ``0 <= A_ub <= entry_bound``, ``b_ub >= 0``,
+  ``x >= 0``); the answer may violate up to ``density`` constraints by more than ``alpha``.
+  Dense MWU (C1/C2) for each target, and the same binary search with a noisy count as its test.
 
 ``selection="exponential"`` scores every candidate each round; ``selection="lazy"`` samples the
 same law from an exact top-k oracle (``index``).
@@ -45,7 +45,7 @@ def private_linprog(c: object, A_ub: object = None, b_ub: object = None, *, A_lb
     refused charge spends nothing. Every argument, including checks against the data (a width
     below the data's width, entries outside ``entry_bound``), is checked before that.
 
-    The objective search (private-LP spec s.3) halves ``objective_range`` ``probes`` times. Probe
+    The objective search (docs/lp.md) halves ``objective_range`` ``probes`` times. Probe
     ``j`` solves for ``c @ x <= mid`` and releases a noisy statistic: the largest violation
     (Laplace, sensitivity ``sensitivity``) under scalar privacy, the number of rows violated by
     more than ``tolerance`` (geometric, sensitivity 1) under constraint privacy. A target is

@@ -1,7 +1,9 @@
-"""The KL (Bregman) projection onto s-dense distributions, exactly (private-LP spec s.4.1).
+"""The KL (Bregman) projection onto s-dense distributions, exactly (Fast-MWEM App. A).
+
+Fast-MWEM is Haris, Choi and Laksanawisit, arXiv:2602.03732.
 
 A distribution ``y`` over ``m`` constraints is ``s``-dense when ``max_i y_i <= 1/s``
-(fast-mwem.txt Def. A.1). The KL projection of ``p`` onto that set is
+(Fast-MWEM Def. A.1). The KL projection of ``p`` onto that set is
 ``y_i = min(1/s, c p_i)`` with the one ``c > 0`` that makes ``y`` sum to 1 (Def. A.2; Herbster
 and Warmuth 2001). At most ``floor(s)`` entries are capped (capped entries alone carry ``r/s``),
 so only the ``floor(s) + 1`` largest weights are sorted: ``O(m + s log s)`` per projection.

@@ -1,5 +1,5 @@
 """Scalar-private LPs: multiplicative weights over the simplex with a private worst-constraint
-choice (private-LP spec s.1, Algorithms S1 and S2; fast-mwem.txt s.4.1, after Hsu, Roth,
+choice (Algorithms S1 and S2 of docs/lp.md; Fast-MWEM, arXiv:2602.03732, s.4.1, after Hsu, Roth,
 Roughgarden and Ullman, "Privately Solving Linear Programs", arXiv 1402.3631).
 
 Problem: find ``x`` in the simplex with ``A x <= b + alpha``. ``A`` (and ``c``) are public; ``b``
@@ -129,7 +129,7 @@ def run_primal(rows: ScalarRows, select: Selector, *, rounds: int, width: float,
 
 @dataclass(frozen=True)
 class ScalarTest:
-    """The private acceptance test of a target (private-LP spec s.3).
+    """The private acceptance test of a target (this library's design; see docs/lp.md).
 
     The statistic ``max_i (A_i xbar - b_i)`` over every row (the objective row included) has
     sensitivity ``sensitivity``; it is released with Laplace noise at ``epsilon`` and the target

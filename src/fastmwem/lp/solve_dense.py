@@ -1,5 +1,5 @@
 """Constraint-private LP solvers: feasibility at a target (C1/C2) and the objective search
-(spec s.4, s.3)."""
+(Fast-MWEM, arXiv:2602.03732, s.4.2; see docs/lp.md)."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ class _DenseSetup:
         return math.sqrt(math.log(self.max_constraints / self.density) / self.rounds)
 
     def score_sensitivity(self, z: float) -> float:
-        """``rho_A / s`` with ``rho_A = z entry_bound / min c'`` (private-LP spec s.4.2)."""
+        """``rho_A / s`` with ``rho_A = z entry_bound / min c'`` (Fast-MWEM s.4.2, Thm 4.4)."""
         return z * self.entry_bound / (float(self.lp.c_pos.min()) * self.density)
 
     def describe(self) -> dict[str, object]:
@@ -109,9 +109,9 @@ def dense_feasibility(c: object, A_ub: object, b_ub: object, *, target: float, e
 
     Privacy: ``(epsilon, delta)``-DP when neighbouring datasets differ by one row of
     ``(A_ub, b_ub)`` with entries in ``[0, entry_bound]``: each round's vertex choice is the
-    exponential mechanism with score sensitivity ``rho_A / density`` (neighbour lemma, spec
-    s.4.2) at ``epsilon0``, composed over the rounds. The learning rate uses the public
-    ``max_constraints``, never the private row count.
+    exponential mechanism with score sensitivity ``rho_A / density`` (neighbour lemma,
+    Fast-MWEM Lemma A.3) at ``epsilon0``, composed over the rounds. The learning rate uses the
+    public ``max_constraints``, never the private row count.
 
     Args:
         c: public costs, all < 0 (a packing LP: maximise ``-c @ x``).

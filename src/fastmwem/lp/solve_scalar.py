@@ -1,4 +1,4 @@
-"""Scalar-private LP solvers: feasibility (S1/S2) and the objective search (spec s.1, s.3)."""
+"""Scalar-private LP solvers: feasibility (S1/S2) and the objective search (Fast-MWEM s.4)."""
 
 from __future__ import annotations
 

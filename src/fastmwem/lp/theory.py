@@ -1,9 +1,10 @@
-"""The violation bounds the acceptance tests use by default (private-LP spec s.1 and s.4.2).
+"""The violation bounds the acceptance tests use by default (Fast-MWEM s.4.1 and s.4.2).
 
 Both are Hedge regret plus the exponential mechanism's error over the rounds: with probability
 ``1 - beta``, ``2 width sqrt(ln(N) / T) + (2 sensitivity / epsilon0) ln(R T / beta)``, where ``N``
 is the number of experts of the multiplicative weights and ``R`` the number of candidates of each
-round's exponential mechanism. The constants are the spec's re-derivation, not quotes.
+round's exponential mechanism. The paper's text gives their shape only; the constants are
+derived here, not quoted.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ def scalar_alpha(width: float, d: int, rows: int, rounds: int, sensitivity: floa
     """The violation bound of S1/S2: with probability ``1 - beta``, ``max_i (A_i xbar - b_i)``
     is at most ``2 width sqrt(ln d / T) + (2 sensitivity / epsilon0) ln(m T / beta)``.
 
-    >>> round(scalar_alpha(0.672, 50, 2000, 1000, 0.01, 50.0, 0.05), 4)  # the spec's s.2
+    >>> round(scalar_alpha(0.672, 50, 2000, 1000, 0.01, 50.0, 0.05), 4)  # m = 2000, d = 50
     0.0911
     """
     return _alpha(width, math.log(d), rounds, sensitivity, epsilon0, rows, beta)

@@ -18,7 +18,7 @@ Sampling, for log-weights ``y_i`` (``epsilon * score_i / (2 sensitivity)``):
 
 Given the Gumbels of ``S``, the set of tail Gumbels above ``B`` is exactly a Binomial-size uniform
 subset with iid truncated values, so the output law is exactly ``softmax(y)``
-(lazy-exponential-mechanism spec, s.b), and ``E[t] <= (N - k) / (k + 1)``.
+(Mussmann, Levy and Ermon's theorem; Fast-MWEM Thm D.1), and ``E[t] <= (N - k) / (k + 1)``.
 """
 
 from __future__ import annotations
@@ -195,7 +195,7 @@ class LazyExponentialMechanism:
     (score units; no missed key beats the k-th returned score by more than ``g``), with
     ``c = epsilon g / (2 sensitivity)``: ``approximate="privacy"`` lowers the margin by ``c`` and
     keeps the exact law (``BoundedRange(epsilon)``; ``E[t]`` grows by up to ``e^c``,
-    fast-mwem.txt Thm F.10), ``approximate="runtime"`` keeps the margin and is
+    Fast-MWEM Thm F.10), ``approximate="runtime"`` keeps the margin and is
     ``(epsilon + 2c)``-DP (``PureDP``; Thm F.2). Over an approximate oracle without a
     certificate (HNSW, IVF) it runs only with ``allow_uncertified=True``, warns, and ``privacy`` is
     :class:`Uncertified`: no guarantee.

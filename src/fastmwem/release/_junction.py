@@ -4,7 +4,8 @@ The joint law is ``P(x) = prod_C P(x_C) / prod_S P(x_S)`` over the cliques ``C``
 separators ``S`` (edges) of a forest whose cliques containing any one attribute are connected
 (the running intersection property). Components are independent (their "separators" are empty),
 so a forest of single-attribute cliques is the product of its 1-way marginals, and a forest
-without separators is the disjoint product of mwem.txt s.4.
+without separators is the disjoint product of the MWEM paper's s.4 (Hardt, Ligett and McSherry,
+"A Simple and Practical Algorithm for Differentially Private Data Release", arXiv:1012.4763).
 
 Tables are kept lazily: each component has a *root*, and a clique's table is its marginal as
 of the last time it was calibrated against its parent (towards the root). The joint is then
@@ -68,7 +69,7 @@ class JunctionTree:
     Args:
         shape: the domain's attribute sizes.
         product: keep disjoint factors only (absorbing merges whole components into one
-            clique; mwem.txt s.4) instead of a junction tree with separators.
+            clique; MWEM paper, arXiv:1012.4763, s.4) instead of a junction tree with separators.
     """
 
     def __init__(self, shape: tuple[int, ...], *, product: bool = False) -> None:

@@ -1,6 +1,8 @@
 """A factored synthetic distribution for domains too large for a dense histogram.
 
-mwem.txt s.4 observes that when no measured query spans two groups of attributes, the
+The MWEM paper (Hardt, Ligett and McSherry, "A Simple and Practical Algorithm for Differentially
+Private Data Release", arXiv:1012.4763) observes in s.4 that when no measured query spans two
+groups of attributes, the
 multiplicative-weights distribution is a product over those groups. :class:`FactoredState` goes
 further and keeps it as a decomposable model: a junction tree of cliques with
 ``P = prod(clique marginals) / prod(separator marginals)`` (:mod:`fastmwem.release._junction`).
@@ -13,7 +15,7 @@ further and keeps it as a decomposable model: a junction tree of cliques with
   paths, or a new clique joins independent components, which keeps the distribution and the
   junction-tree property. ``max_clique_cells`` caps every clique: :meth:`measurable` tells which
   groups could be absorbed within the cap, from the structure alone (public).
-* ``product=True`` keeps disjoint factors only (no separators), mwem.txt s.4 literally:
+* ``product=True`` keeps disjoint factors only (no separators), the MWEM paper's s.4 literally:
   absorbing merges whole factors.
 
 Marginals inside a clique are read off; others come from exact inference. Records are drawn

@@ -183,7 +183,7 @@ class MWEMConfig:
         model: the synthetic distribution: ``"dense"`` (a vector over every cell),
             ``"junction-tree"`` (a decomposable model of clique tables,
             :class:`~fastmwem.release.factored.FactoredState`), ``"product"`` (disjoint factors,
-            mwem.txt s.4), or ``"auto"``: dense when the domain is within the dense limit and
+            MWEM paper s.4), or ``"auto"``: dense when the domain is within the dense limit and
             the run's memory, else the junction tree.
         max_clique_cells: the largest clique (cells) of a factored model. Groups whose
             measurement would need a larger clique are left out of the selection; which ones
@@ -499,7 +499,7 @@ def mwem(
 
     The synthetic distribution is a dense histogram when the domain allows one; on a larger
     domain (above ``MAX_DENSE_CELLS`` or the memory) it is a junction tree of clique tables
-    (:class:`~fastmwem.release.factored.FactoredState`, mwem.txt s.4 and beyond): the same
+    (:class:`~fastmwem.release.factored.FactoredState`, MWEM paper s.4 and beyond): the same
     updates, applied inside cliques, answers by inference, records sampled clique by clique, and
     the data read only as marginals. Such a run needs a workload with marginal structure; it
     selects among the workload's marginals and their sub-marginals (``candidates``), leaves out

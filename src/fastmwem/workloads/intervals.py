@@ -33,8 +33,8 @@ class AllIntervals(UnitBoxQueries, LinearWorkload):
     differences of the prefix sums ``P`` of the marginal, ``P[hi + 1] - P[lo]``.
 
     ``top_k_oracle()`` returns an :class:`IntervalOracle`: the exact top-k intervals of any
-    vector in ``O(|X| + n log n + k log k)`` instead of ``O(n^2)`` (spec "structured exact
-    oracles", ranges).
+    vector in ``O(|X| + n log n + k log k)`` instead of ``O(n^2)`` (docs/workloads.md,
+    *Chosen answers and exact top-k oracles*).
 
     Each query is its own group. A record changes each answer by at most 1 (add/remove one
     record), so ``query_sensitivity`` and every group sensitivity are 1.

@@ -1,4 +1,4 @@
-"""ConfAtomPerfect and RandomAtomPerfect draw exactly from their targets (spec s.10 items 1-2)."""
+"""ConfAtomPerfect and RandomAtomPerfect draw exactly from their targets."""
 
 import math
 
@@ -18,7 +18,7 @@ from fastmwem.mechanisms.continuous import (
 )
 from fastmwem.mechanisms.continuous.perfect import discrete_epsilon
 
-ALPHA = 1e-3  # per-test false-positive rate (spec s.10 suggests 0.001 with fixed seeds)
+ALPHA = 1e-3  # per-test false-positive rate (the seeds are fixed)
 N_DRAWS = 20000
 
 
@@ -121,7 +121,8 @@ def test_random_atom_mixture_law(variant):
     assert stats.binomtest(hits, N_DRAWS, k_x).pvalue > ALPHA
     cont = draws.values[~draws.from_discrete, 0]
     assert stats.kstest(cont, lambda t: loss.marginal_cdf(t, eps)).pvalue > ALPHA
-    # Discrete part: chi-square against the EM over the points with the spec's epsilon split.
+    # Discrete part: chi-square against the EM over the points with the library's epsilon split
+    # (discrete_epsilon).
     disc = draws.values[draws.from_discrete, 0]
     idx = np.argmin(np.abs(disc[:, None] - points[None, :, 0]), axis=1)
     counts = np.bincount(idx, minlength=points.shape[0])

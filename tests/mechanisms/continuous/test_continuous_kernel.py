@@ -1,4 +1,4 @@
-"""The corrected kernel on a discretised space (spec s.10 items 5-6), and the paper's literal one.
+"""The corrected kernel on a discretised space, and the paper's literal one.
 
 These checks are exact linear algebra on a grid: the corrected modified kernel is reversible
 with respect to pi_u = (g, kappa), its remainder kernel is a Markov kernel, and the split-chain

@@ -1,4 +1,4 @@
-"""Metropolis-Hastings: minorisation constants, delta cost, and the TV bound (spec s.8.1, s.10.8)."""
+"""Metropolis-Hastings: minorisation constants, delta cost, and the TV bound."""
 
 import math
 
@@ -22,8 +22,9 @@ from fastmwem.mechanisms.continuous import (
 ALPHA = 1e-3  # per-test false-positive rate
 
 
-# Spec s.8.1 reference table: n, eps, beta_U, beta_L(alpha = n eps / 2), beta_L(alpha = 1),
-# m(delta = 1/n) for U / L, m(delta = machine epsilon 2.22e-16) for U / L.
+# Example 1 of arXiv:2204.01132 (s.3.1), from its closed forms: n, eps, beta_U,
+# beta_L(alpha = n eps / 2), beta_L(alpha = 1), m(delta = 1/n) for U / L,
+# m(delta = machine epsilon 2.22e-16) for U / L.
 TABLE = [
     (10, 0.1, 0.7869, 0.09197, 0.1116, 2, 32, 24, 382),
     (100, 0.01, 0.7869, 0.09197, 0.1116, 4, 55, 24, 381),
@@ -48,7 +49,7 @@ def test_reference_table(row):
 
 
 def test_generic_doeblin_matches_example_for_laplace():
-    """The general Laplace bound vol (a/2)^d exp(-a D1 - s Lmax) equals the spec's Example 1 one."""
+    """The general Laplace bound vol (a/2)^d exp(-a D1 - s Lmax) equals Example 1's closed form."""
     loss = MeanL1Loss(np.full((100, 2), 0.4))
     mech = loss.mechanism(0.3)
     a = 2.0

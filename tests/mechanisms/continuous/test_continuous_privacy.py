@@ -1,4 +1,4 @@
-"""Privacy events, accountant behaviour, and the budget split of RandomAtomPerfect (spec s.7.1)."""
+"""Privacy events, accountant behaviour, and the budget split of RandomAtomPerfect."""
 
 import math
 
@@ -138,7 +138,7 @@ def _random_atom_law(mean, eps, points, variant, eps_disc, kappa=None):
 
 @pytest.mark.parametrize("variant", ["U", "N"])
 def test_random_atom_budget_split_bounds_the_privacy_loss(variant):
-    """Spec s.10 item 7: for neighbours (one record moved by 1, so the mean moves by 1/n) the
+    """For neighbours (one record moved by 1, so the mean moves by 1/n) the
     output density/mass ratio stays <= e^eps with the library's discrete epsilon; negative
     control: variant U with the full epsilon for the discrete part exceeds e^eps (visible with a
     small kappa, where the weight kappa / (kappa + C_X) moves most)."""

@@ -1,4 +1,4 @@
-"""Runtime laws of the atom samplers (spec s.5.2, s.6, s.7.3, s.10 items 3-4)."""
+"""Runtime laws of the atom samplers."""
 
 import math
 
@@ -36,7 +36,7 @@ def test_expected_proposals_match_formula(design, expected):
     d = atom_design(mech, **kwargs)
     c_x = loss.normalising_constant(eps)
     formula = d.expected_atom_proposals(c_x)
-    assert math.isclose(formula, expected, rel_tol=1e-4)  # spec s.9 reference values
+    assert math.isclose(formula, expected, rel_tol=1e-4)  # the worked 1-D example's values
     draws = atom_perfect(mech, size=40000, rng=31 + "ABC".index(design), **kwargs)
     props = draws.proposals.astype(float)
     se = props.std(ddof=1) / math.sqrt(props.size)
@@ -89,7 +89,7 @@ def _datasets(kind):
     if kind == "neighbours":  # one record changed from 0 to 1
         y = x.copy()
         y[0] = 1.0
-    else:  # the spec's far pair: mean 0 against mean 0.5
+    else:  # a far pair: mean 0 against mean 0.5
         y = np.full(n, 0.5)
     return MeanL1Loss(x), MeanL1Loss(y)
 
@@ -133,7 +133,7 @@ def test_random_atom_runtime_power_when_beta_depends_on_data():
 
 
 def test_conf_atom_runtime_still_leaks_despite_equal_means():
-    """Spec s.7.3 [FIX]: Variant N with a data-free beta makes the number of runs Geom1(1 - k)
+    """Variant N with a data-free beta makes the number of runs Geom1(1 - k)
     and the mean runtime equal on both datasets, yet the law of the total runtime differs, so the
     paper's runtime-private corollary is not exact (this is why the library does not offer it)."""
     eps = 0.5
