@@ -121,7 +121,7 @@ def test_bad_arguments_are_refused():
 
 
 def test_without_numba_the_records_stay_as_drawn_with_a_warning(monkeypatch):
-    monkeypatch.setattr(_matching, "njit", None)
+    monkeypatch.setattr(_matching, "_compiled_loop", lambda: None)
     codes = np.zeros((4, 2), dtype=np.int64)
     with pytest.warns(UserWarning, match="needs numba"):
         assert match_records(codes, (2, 2), [(0, 1)], random_marginals((2, 2), 0),

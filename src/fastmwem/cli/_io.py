@@ -16,14 +16,15 @@ import signal
 import stat
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import IO, TypeVar
-
-import pandas as pd
+from typing import IO, TYPE_CHECKING, TypeVar
 
 from fastmwem._files import replacement_mode
 from fastmwem.cli import CLIError
 from fastmwem.data import write_csv
 from fastmwem.data.parquetfile import write_parquet
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["check_input_file", "check_paths", "read_text_file", "staged_outputs",
            "StagedOutputs", "free_disk_bytes"]

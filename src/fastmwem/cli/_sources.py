@@ -13,14 +13,16 @@ import argparse
 import os
 import re
 from collections.abc import Iterable
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from fastmwem.cli import CLIError
 from fastmwem.cli._io import StagedOutputs, check_input_file, read_text_file
 from fastmwem.data import Domain
 from fastmwem.data.parquetfile import is_parquet_path, require_pyarrow
 from fastmwem.data.sources import ENGINES, MarginalSource, choose_engine, open_source
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["add_source_arguments", "check_input", "check_source_arguments", "load_source",
            "write_records"]
@@ -100,6 +102,7 @@ def _open(args: argparse.Namespace, path: str, target: object) -> MarginalSource
 def write_records(outputs: StagedOutputs, records: pd.DataFrame | Iterable[pd.DataFrame],
                   path: str, flag: str) -> None:
     """Stage records (a DataFrame, or blocks of rows) as Parquet or CSV, by ``path``'s extension."""
+    import pandas as pd
     if is_parquet_path(path):
         require_pyarrow()
         outputs.write_parquet(records, path, flag)

@@ -8,9 +8,9 @@ import os
 import sys
 import time
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from fastmwem.accounting import Accountant, approx_dp_to_zcdp_budget
 from fastmwem.cli import CLIError, print_warning, warn_seeded
@@ -49,6 +49,9 @@ from fastmwem.release.result import MWEMResult
 from fastmwem.release.selection import selection_names
 from fastmwem.workloads.base import LinearWorkload
 from fastmwem.workloads.spec import WORKLOAD_HELP, parse_workload
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["register"]
 
@@ -214,6 +217,7 @@ def _accountant(args: argparse.Namespace) -> Accountant:
 
 def _row_bytes(domain: Domain, schema: object) -> int:
     """An upper bound on the bytes of one CSV row of synthetic records (public: the domain)."""
+    import pandas as pd
     if schema is None:  # integer codes
         return sum(len(str(n - 1)) + 1 for n in domain.shape)
     size = max(domain.shape)

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from fastmwem.cli import CLIError, print_warning, warn_seeded
 from fastmwem.cli._io import check_input_file, check_paths, staged_outputs
 from fastmwem.data import read_csv_columns, read_lines, write_csv
 from fastmwem.data.csvfile import read_csv_header
 from fastmwem.mechanisms.topk import METHODS
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["register"]
 
@@ -97,6 +100,7 @@ def _column(frame: pd.DataFrame, name: str, flag: str) -> pd.Series:
 
 
 def _parse_counts(col: pd.Series, name: str) -> np.ndarray:
+    import pandas as pd
     values = pd.to_numeric(col.str.strip(), errors="coerce").to_numpy(dtype=np.float64)
     bad = ~np.isfinite(values) | (values < 0) | (values != np.floor(values))
     if bad.any():
@@ -109,6 +113,7 @@ def _parse_counts(col: pd.Series, name: str) -> np.ndarray:
 
 
 def _item_counts(args: argparse.Namespace) -> tuple[list[str], np.ndarray]:
+    import pandas as pd
     universe = None if args.items is None else _read_universe(args.items)
     frame = _read_table(args)
     items = _column(frame, args.item_column, "--item-column")
@@ -161,6 +166,7 @@ def _mechanism(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
+    import pandas as pd
     mech = _mechanism(args)  # checks k >= 1, epsilon, delta
     if args.seed is not None and args.seed < 0:
         raise CLIError("--seed must be a non-negative integer")

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: How many offending rows (and problem columns) an error message lists.
 MAX_LISTED = 5
@@ -68,6 +71,7 @@ def check_columns(
 
 
 def check_frame(df: object, name: str = "df") -> pd.DataFrame:
+    import pandas as pd
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"{name} must be a pandas DataFrame, got {type(df).__name__}")
     for c in df.columns:
@@ -78,6 +82,7 @@ def check_frame(df: object, name: str = "df") -> pd.DataFrame:
 
 def to_numbers(values: pd.Series, column: str) -> tuple[np.ndarray, list[str]]:
     """Parse a column into float64; return the array and problems (missing / non-numeric)."""
+    import pandas as pd
     problems: list[str] = []
     if pd.api.types.is_bool_dtype(values.dtype):
         problems.append(f"column {column!r} holds booleans, not numbers")

@@ -19,14 +19,16 @@ import os
 import re
 import warnings
 from collections.abc import Sequence
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from fastmwem.data._checks import check_columns, check_extra_columns_option, check_frame
 from fastmwem.data._files import check_input_file, not_utf8_error
 from fastmwem.data.warnings import SpreadsheetFormulaWarning
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["FORMULA_PREFIXES", "read_csv_columns", "read_csv_header", "write_csv"]
 
@@ -88,6 +90,7 @@ def read_csv_columns(
 
 
 def _read_body(path: str, width: int, text: bool, what: str) -> pd.DataFrame:
+    import pandas as pd
     context = f"{what} {path!r}"
     try:
         try:
@@ -123,6 +126,7 @@ def _read_body(path: str, width: int, text: bool, what: str) -> pd.DataFrame:
 def _parse(path: str, text: bool, names: list[int] | None) -> pd.DataFrame:
     # No header and no usecols: with either, pandas silently drops a row's extra fields (or
     # turns them into an index); reading every field by position lets the widths be checked.
+    import pandas as pd
     with warnings.catch_warnings():
         warnings.simplefilter("error", pd.errors.ParserWarning)  # "loss of data" is an error
         return pd.read_csv(
@@ -168,6 +172,7 @@ def write_csv(frame: pd.DataFrame, file: str | os.PathLike[str] | IO[str], *,
 
 
 def _distinct_text(column: pd.Series) -> list[str]:
+    import pandas as pd
     if pd.api.types.is_numeric_dtype(column.dtype) or pd.api.types.is_bool_dtype(column.dtype):
         return []
     # hashing the cells is vectorised; the per-value checks then run on distinct values only

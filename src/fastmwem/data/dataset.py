@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from fastmwem.data import domain as _domain
 from fastmwem.data._checks import (
@@ -19,6 +19,9 @@ from fastmwem.data._checks import (
 )
 from fastmwem.data.csvfile import read_csv_columns
 from fastmwem.data.domain import Domain, check_dense
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["Dataset", "codes_array", "dense_cell_limit"]
 
@@ -157,6 +160,7 @@ class Dataset:
 
     def to_dataframe(self) -> pd.DataFrame:
         """A new (writable) DataFrame of the codes, one int64 column per attribute."""
+        import pandas as pd
         return pd.DataFrame(np.array(self._records), columns=list(self._domain.attributes))
 
     # -- accessors ---------------------------------------------------------------------------
@@ -258,6 +262,7 @@ def codes_array(
 
     ``allow_empty=True`` accepts zero rows (synthetic output may be empty; private input may not).
     """
+    import pandas as pd
     if not isinstance(domain, Domain):
         raise TypeError(f"domain must be a Domain, got {type(domain).__name__}")
     if isinstance(records, pd.DataFrame):
@@ -307,6 +312,7 @@ def _codes_from_frame(
     df: pd.DataFrame, domain: Domain, *, allow_whole_floats: bool, context: str,
     allow_empty: bool = False,
 ) -> np.ndarray:
+    import pandas as pd
     check_frame(df, context)
     check_columns(list(df.columns), domain.attributes, "error", context)
     if len(df) == 0 and not allow_empty:

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from typing import IO
-
-import pandas as pd
+from typing import IO, TYPE_CHECKING
 
 from fastmwem.data._checks import check_columns, check_extra_columns_option, check_frame
 from fastmwem.data._files import check_input_file, require_module
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["PARQUET_SUFFIXES", "is_parquet_path", "read_parquet_columns", "read_parquet_header",
            "require_pyarrow", "write_parquet"]
@@ -85,6 +86,7 @@ def write_parquet(
     Blocks are written one row group at a time, so a table larger than memory can stream
     through; every block must have the first block's columns and types.
     """
+    import pandas as pd
     pq = require_pyarrow()
     import pyarrow as pa
 

@@ -39,10 +39,9 @@ import os
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Union
+from typing import TYPE_CHECKING, Union
 
 import numpy as np
-import pandas as pd
 
 from fastmwem.data._checks import (
     check_columns,
@@ -58,6 +57,9 @@ from fastmwem.data.dataset import Dataset, codes_array, dense_cell_limit
 from fastmwem.data.domain import Domain
 from fastmwem.data.warnings import PrivacyLeakWarning
 from fastmwem.random import make_rng
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["Categorical", "Numeric", "Integer", "ColumnSpec", "Schema"]
 
@@ -178,6 +180,7 @@ class Categorical:
 
     def encode(self, values: pd.Series) -> tuple[np.ndarray, list[str]]:
         """Codes for ``values`` and a list of problems (empty when all cells are valid)."""
+        import pandas as pd
         labels = self.labels
         obj = values.to_numpy(dtype=object)
         missing = pd.isna(obj)
@@ -202,6 +205,7 @@ class Categorical:
         return codes.astype(np.int64), problems
 
     def decode(self, codes: np.ndarray, rng: np.random.Generator | None) -> pd.Series:
+        import pandas as pd
         table = np.empty(self.size, dtype=object)
         table[:] = list(self.labels)
         return pd.Series(table[codes], name=self.name).infer_objects()
@@ -333,6 +337,7 @@ class Numeric:
         return codes.astype(np.int64), problems
 
     def decode(self, codes: np.ndarray, rng: np.random.Generator | None) -> pd.Series:
+        import pandas as pd
         if rng is None:
             return pd.Series(self.midpoints()[codes], name=self.name)
         e = np.asarray(self.edges)
@@ -415,6 +420,7 @@ class Integer:
         return self.upper - self.lower + 1
 
     def encode(self, values: pd.Series) -> tuple[np.ndarray, list[str]]:
+        import pandas as pd
         if pd.api.types.is_integer_dtype(values.dtype) and not values.isna().any():
             x = values.to_numpy().astype(np.float64)
             problems: list[str] = []
@@ -436,6 +442,7 @@ class Integer:
         return (x - self.lower).astype(np.int64), []
 
     def decode(self, codes: np.ndarray, rng: np.random.Generator | None) -> pd.Series:
+        import pandas as pd
         return pd.Series(codes.astype(np.int64) + self.lower, name=self.name)
 
     def to_dict(self) -> dict[str, object]:
@@ -451,6 +458,7 @@ _SPEC_TYPES = (Categorical, Numeric, Integer)
 
 
 def _infer_categorical(name: str, col: pd.Series) -> Categorical:
+    import pandas as pd
     values = pd.unique(col.to_numpy(dtype=object))
     try:
         labels = sorted((_check_label(v, f"value of {name!r}") for v in values),
@@ -504,6 +512,7 @@ class Schema:
     >>> s = Schema([Categorical("sex", ["F", "M"]), Numeric("age", 0, 100, bins=4)])
     >>> s.domain
     Domain(attributes=('sex', 'age'), shape=(2, 4))
+    >>> import pandas as pd
     >>> ds = s.encode(pd.DataFrame({"age": [3, 99.5, 100], "sex": ["M", "F", "F"]}))
     >>> ds.records.tolist()
     [[1, 0], [0, 3], [0, 3]]
@@ -595,6 +604,7 @@ class Schema:
         Raises:
             ValueError: without the opt-in; for an empty table or an all-missing column.
         """
+        import pandas as pd
         if not isinstance(allow_private_inference, (bool, np.bool_)):
             raise TypeError(
                 f"allow_private_inference must be True or False, got {allow_private_inference!r}"
@@ -735,6 +745,7 @@ class Schema:
             numeric: ``"midpoint"`` or ``"uniform"``.
             rng: seed or Generator for ``numeric="uniform"``.
         """
+        import pandas as pd
         if numeric not in ("midpoint", "uniform"):
             raise ValueError(f"numeric must be 'midpoint' or 'uniform', got {numeric!r}")
         domain = self.domain

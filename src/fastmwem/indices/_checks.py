@@ -6,7 +6,6 @@ import os
 import sys
 
 import numpy as np
-from tqdm import tqdm
 
 from fastmwem._validation import check_int
 
@@ -64,6 +63,8 @@ def row_blocks(arr: np.ndarray, rows: int = 8192, *, progress: str | None = None
         for start in range(0, arr.shape[0], rows):
             yield start, arr[start:start + rows]
         return
+    from tqdm import tqdm
+
     with tqdm(total=arr.shape[0], desc=progress, unit="keys", file=sys.stderr,
               delay=2.0) as bar:
         for start in range(0, arr.shape[0], rows):

@@ -31,13 +31,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from fastmwem._jit import njit_cached
 from fastmwem._validation import check_int
-
-try:
-    from numba import njit
-except ImportError:  # the records stay as drawn; match_marginals warns
-    njit = None
 
 __all__ = ["MATCH_CANDIDATES", "MATCH_MAX_CELLS", "MATCH_PASSES", "match_marginals",
            "dense_marginals", "match_bytes", "match_records", "scored_sets"]
@@ -154,7 +148,8 @@ def match_marginals(codes: np.ndarray, shape: Sequence[int], sets: Sequence[tupl
     n = codes.shape[0]
     if n == 0 or not sets or passes == 0:
         return 0
-    if njit is None:
+    loop = _compiled_loop()
+    if loop is None:
         warnings.warn('matching the records to the model needs numba (pip install numba): '
                       'the records are written as systematically drawn', stacklevel=3)
         return 0
@@ -163,7 +158,7 @@ def match_marginals(codes: np.ndarray, shape: Sequence[int], sets: Sequence[tupl
     scored = _layout(codes, shape, sets, marginal, n)
     screened = _layout(codes, shape, screens, marginal, n)
     order = rng.permutation(n).astype(np.int64)
-    return int(_match_loop(codes, shape, order, passes, candidates, *scored, *screened))
+    return int(loop(codes, shape, order, passes, candidates, *scored, *screened))
 
 
 def _cells(axes: Sequence[int], shape: Sequence[int]) -> int:
@@ -213,91 +208,11 @@ def _layout(codes: np.ndarray, shape: np.ndarray, sets: Sequence[tuple[int, ...]
     return counts, np.concatenate(targets), offsets, axes, strides, ptr, sets_of, stride_of
 
 
-def _compiled(function: Callable[..., object]) -> Callable[..., object]:
-    """``function`` compiled lazily (at its first call) by numba, when installed."""
-    return function if njit is None else njit_cached(function)
-
-
-@_compiled
-def _cells_of(codes, r, offsets, axes, strides, out):  # pragma: no cover - compiled
-    for g in range(offsets.size):
-        c = offsets[g]
-        for j in range(axes.shape[1]):
-            if axes[g, j] >= 0:
-                c += codes[r, axes[g, j]] * strides[g, j]
-        out[g] = c
-
-
-@_compiled
-def _match_loop(codes, sizes, order, passes, m,  # pragma: no cover - compiled
-                s_counts, s_targets, s_offsets, s_axes, s_strides, s_ptr, s_sets, s_stride,
-                c_counts, c_targets, c_offsets, c_axes, c_strides, c_ptr, c_sets, c_stride):
-    """Greedy single-value moves; ``s_*`` are the scored sets, ``c_*`` the screening ones."""
-    n, d = codes.shape
-    s_cell = np.empty(s_offsets.size, np.int64)
-    c_cell = np.empty(c_offsets.size, np.int64)
-    best_values = np.empty(m, np.int64)
-    best_screens = np.empty(m)
-    moved = 0
-    for _ in range(passes):
-        moved_now = 0
-        for i in range(n):
-            r = order[i]
-            _cells_of(codes, r, s_offsets, s_axes, s_strides, s_cell)
-            _cells_of(codes, r, c_offsets, c_axes, c_strides, c_cell)
-            for a in range(d):
-                x = codes[r, a]
-                away = 0.0
-                for q in range(s_ptr[a], s_ptr[a + 1]):
-                    c = s_cell[s_sets[q]]
-                    away += abs(s_counts[c] - 1.0 - s_targets[c]) - abs(s_counts[c] - s_targets[c])
-                if away >= 0.0:  # taking the value away alone does not help: leave it
-                    continue
-                kept = 0
-                for v in range(sizes[a]):
-                    if v == x:
-                        continue
-                    screen = 0.0
-                    for q in range(c_ptr[a], c_ptr[a + 1]):
-                        c = c_cell[c_sets[q]] + (v - x) * c_stride[q]
-                        screen += abs(c_counts[c] + 1.0 - c_targets[c]) - abs(c_counts[c] - c_targets[c])
-                    if kept < m:
-                        j = kept
-                        kept += 1
-                    elif screen < best_screens[m - 1]:
-                        j = m - 1
-                    else:
-                        continue
-                    while j > 0 and best_screens[j - 1] > screen:  # keep them sorted
-                        best_screens[j] = best_screens[j - 1]
-                        best_values[j] = best_values[j - 1]
-                        j -= 1
-                    best_screens[j] = screen
-                    best_values[j] = v
-                best, chosen = -1e-9, -1
-                for j in range(kept):
-                    v = best_values[j]
-                    change = away
-                    for q in range(s_ptr[a], s_ptr[a + 1]):
-                        c = s_cell[s_sets[q]] + (v - x) * s_stride[q]
-                        change += abs(s_counts[c] + 1.0 - s_targets[c]) - abs(s_counts[c] - s_targets[c])
-                    if change < best:
-                        best, chosen = change, v
-                if chosen < 0:
-                    continue
-                for q in range(s_ptr[a], s_ptr[a + 1]):
-                    g = s_sets[q]
-                    s_counts[s_cell[g]] -= 1.0
-                    s_cell[g] += (chosen - x) * s_stride[q]
-                    s_counts[s_cell[g]] += 1.0
-                for q in range(c_ptr[a], c_ptr[a + 1]):
-                    g = c_sets[q]
-                    c_counts[c_cell[g]] -= 1.0
-                    c_cell[g] += (chosen - x) * c_stride[q]
-                    c_counts[c_cell[g]] += 1.0
-                codes[r, a] = chosen
-                moved_now += 1
-        moved += moved_now
-        if moved_now == 0:
-            break
-    return moved
+def _compiled_loop() -> Callable[..., object] | None:
+    """The compiled matching loop, or ``None`` without numba (imported on first use: loading
+    numba takes about half a second, too much for ``import fastmwem``)."""
+    try:
+        from fastmwem.release._matching_numba import match_loop
+    except ImportError:  # the records stay as drawn; match_marginals warns
+        return None
+    return match_loop

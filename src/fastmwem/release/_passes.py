@@ -17,11 +17,6 @@ from fastmwem._jit import njit_cached
 
 __all__ = ["fit_queries"]
 
-try:
-    from numba import njit
-except ImportError:  # the numpy loop below is used instead
-    njit = None
-
 
 def _fit_loop(p, rows, targets, s, passes, tolerance, scratch):  # pragma: no cover - compiled
     """``passes`` passes (stopping once a pass moves ``p`` by less than ``tolerance`` in L1)."""
@@ -54,14 +49,18 @@ def _fit_loop(p, rows, targets, s, passes, tolerance, scratch):  # pragma: no co
     return passes
 
 
-_compiled = None
+_compiled = None  # False once numba was found missing
 
 
 def _kernel():
+    # numba is imported here, at the first fit: loading it takes about half a second.
     global _compiled
-    if _compiled is None and njit is not None:
-        _compiled = njit_cached(_fit_loop, nogil=True)
-    return _compiled
+    if _compiled is None:
+        try:
+            _compiled = njit_cached(_fit_loop, nogil=True)
+        except ImportError:  # the numpy loop below is used instead
+            _compiled = False
+    return None if _compiled is False else _compiled
 
 
 def _fit_numpy(p: np.ndarray, rows: np.ndarray, targets: np.ndarray, s: float, passes: int,

@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from fastmwem._validation import check_int
 from fastmwem.data.domain import Domain
@@ -37,6 +37,9 @@ from fastmwem.release._matching import match_records
 from fastmwem.release._tables import outer
 from fastmwem.release.state import group_of, mw_group_step, mw_query_step, noisy_start
 from fastmwem.workloads.base import LinearWorkload
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["FactoredState", "DEFAULT_MAX_CLIQUE_CELLS", "marginal_axes"]
 
@@ -274,6 +277,7 @@ class FactoredState:
 
     def sample(self, n: int, rng: np.random.Generator, *, systematic: bool = True,
                match: Sequence[Sequence[int]] = ()) -> pd.DataFrame:
+        import pandas as pd
         codes = self.tree.sample(n, rng, systematic=systematic)
         if match:
             match_records(codes, self.domain.shape, match, self.marginal, rng)

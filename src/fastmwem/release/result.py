@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from fastmwem._validation import check_int, check_memory
 from fastmwem.accounting import LedgerEntry, PrivacyEvent, ledger_records
@@ -17,6 +17,9 @@ from fastmwem.release._sampling import check_sampling
 from fastmwem.release.factored import marginal_axes
 from fastmwem.release.state import SyntheticState, sample_records
 from fastmwem.workloads.base import LinearWorkload
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["MWEMResult", "RoundRecord", "sample_records", "CHUNK_ROWS"]
 

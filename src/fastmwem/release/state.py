@@ -12,15 +12,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
-import pandas as pd
 
 from fastmwem.data.domain import Domain, check_dense
 from fastmwem.release._matching import dense_marginals, match_records, scored_sets
 from fastmwem.release._sampling import systematic_counts
 from fastmwem.workloads.base import LinearWorkload, groups_of_queries, queries_of_groups
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["MWState", "SyntheticState", "MAX_RECORDS", "mw_group_step", "mw_query_step",
            "clipped_targets",
@@ -317,6 +319,7 @@ def sample_records(distribution: np.ndarray, domain: Domain, n: int,
     ``match`` moves the records towards the distribution's marginals on those attribute sets
     (:func:`~fastmwem.release._matching.match_records`).
     """
+    import pandas as pd
     counts = (systematic_counts(distribution, n, rng) if systematic
               else rng.multinomial(n, distribution / distribution.sum()))
     cells = np.repeat(np.arange(distribution.size), counts)

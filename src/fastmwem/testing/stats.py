@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
 
 __all__ = ["chi_square_pvalue", "clopper_pearson_epsilon_lower_bound", "empirical_counts"]
 
@@ -28,6 +27,7 @@ def chi_square_pvalue(counts: np.ndarray, probabilities: np.ndarray, *,
     an exact two-sided binomial test instead; with a single outcome there is nothing to test and
     the p-value is 1.
     """
+    from scipy import stats
     counts = np.asarray(counts, dtype=np.float64)
     probs = np.asarray(probabilities, dtype=np.float64)
     if counts.shape != probs.shape:
@@ -66,6 +66,7 @@ def clopper_pearson_epsilon_lower_bound(counts_a: np.ndarray, counts_b: np.ndarr
     Bonferroni-corrected by the caller). If the mechanism is ``epsilon``-DP, the returned bound
     exceeds ``epsilon`` with probability at most about ``alpha`` times the number of bounds.
     """
+    from scipy import stats
     counts_a = np.asarray(counts_a, dtype=np.float64)
     counts_b = np.asarray(counts_b, dtype=np.float64)
     best = -np.inf
