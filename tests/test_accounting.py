@@ -590,3 +590,20 @@ def test_memory_store_keeps_a_running_total_instead_of_summing_the_ledger(monkey
     with pytest.raises(ValueError, match="mixes currencies"):
         store.commit(mixed, lambda spent: None)
     assert store.entries() == before and store.spent(1) == (Fraction(1, 5),)
+
+
+@pytest.mark.parametrize("epsilon", [1e4, 1e6, 1e300])
+def test_per_round_epsilon_at_a_huge_budget_does_not_overflow(epsilon):
+    # expm1(e0) overflowed in the bisection at e0 above ~710 (OverflowError: math range error)
+    for method in ("advanced", "best") if epsilon <= 1e100 else ("advanced",):
+        e0 = per_round_epsilon(epsilon, 100, 1e-6, method=method)
+        assert 0 < e0 < math.inf
+        if method == "advanced":
+            assert advanced_composition(e0, 100, 1e-6)[0] <= epsilon
+    assert advanced_composition(800.0, 3, 1e-6)[0] == math.inf
+
+
+def test_zcdp_budget_of_a_huge_epsilon_is_refused_clearly():
+    with pytest.raises(ValueError, match="at most 1e\\+100"):
+        approx_dp_to_zcdp_budget(1e300, 1e-6)
+    assert approx_dp_to_zcdp_budget(1e100, 1e-6) > 0

@@ -338,6 +338,11 @@ def zcdp_to_approx_dp(rho: object, delta: object, *, conversion: str = "bun-stei
     return float(_round_up(hi))
 
 
+#: Largest epsilon converted to a zCDP budget: rho grows like epsilon, and the conversion's
+#: float evaluation overflows near 1e154.
+MAX_ZCDP_EPSILON = 10**100
+
+
 def approx_dp_to_zcdp_budget(epsilon: object, delta: object, *,
                              conversion: str = "bun-steinke") -> Fraction:
     """The largest ``rho`` whose zCDP-to-DP conversion fits in ``(epsilon, delta)``, rounded down.
@@ -357,6 +362,9 @@ def approx_dp_to_zcdp_budget(epsilon: object, delta: object, *,
     d = exact(delta, "delta")
     if d >= 1:
         raise ValueError(f"delta must be < 1, got {float(d)}")
+    if e_exact > MAX_ZCDP_EPSILON:
+        raise ValueError(f"epsilon must be at most {MAX_ZCDP_EPSILON:.0e} for a zCDP budget (its "
+                         "conversion would overflow the float range)")
     if conversion == "tight":
         return _tight_budget(e, d)
     log_term = _log_inverse(d)
@@ -409,7 +417,11 @@ def advanced_composition(epsilon0: object, rounds: int, delta_prime: object) -> 
     d = max(float(d_exact), math.ulp(0.0))
     if d_exact >= 1:
         raise ValueError(f"delta_prime must be < 1, got {d}")
+    if e0 > 700.0:  # e^e0 overflows: the composed epsilon is beyond every float
+        return math.inf, d
     value = e0 * math.sqrt(2.0 * t * _log_inverse(d_exact)) + t * e0 * math.expm1(e0)
+    if not math.isfinite(value):
+        return math.inf, d
     return float(_round_up(value)), d
 
 
@@ -455,7 +467,7 @@ def per_round_epsilon(epsilon: object, rounds: int, delta: object = 0, *,
         candidates.append(basic)
     if method in ("advanced", "best") and d > 0:
         target = float(total)
-        lo, hi = 0.0, target
+        lo, hi = 0.0, min(target, 700.0)  # above 700 the composed epsilon is infinite
         for _ in range(200):
             mid = (lo + hi) / 2
             if advanced_composition(mid, t, d)[0] <= target:
