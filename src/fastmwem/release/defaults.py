@@ -37,12 +37,11 @@ from fastmwem.random import make_rng
 from fastmwem.release._candidates import superset_workload
 from fastmwem.release._model import check_release_inputs
 from fastmwem.release._privacy import (
-    check_accountant,
-    check_budget,
+    PrivacyDefinition,
+    PureDefinition,
     default_accountant,
-    guarantee,
+    definition_of,
     measure_event,
-    measurement,
 )
 from fastmwem.release.annealing import noise_std
 from fastmwem.release.mwem import MWEMConfig, mwem, mwem_privacy_plan, plan_setup
@@ -296,16 +295,15 @@ def mwem_auto(
     Returns:
         The MWEM result (its ``guarantee`` covers the count too) and what was chosen.
     """
-    check_budget(privacy, epsilon, delta, rho)  # also refuses an unknown privacy below
-    if privacy not in ("pure", "zcdp"):
-        raise ValueError(f"privacy must be one of ['pure', 'zcdp'], got {privacy!r}")
-    budget = (exact(epsilon, "epsilon") if privacy == "pure" else
-              MWEMConfig(privacy="zcdp", epsilon=epsilon, delta=delta, rho=rho).budget())
-    accountant = default_accountant(privacy, budget) if accountant is None else accountant
-    check_accountant(accountant, privacy)
+    definition = definition_of(privacy, delta)
+    budget = definition.budget(epsilon, delta, rho)
+    privacy = definition.name
+    pure = isinstance(definition, PureDefinition)
+    accountant = definition.default_accountant(budget) if accountant is None else accountant
+    definition.check_accountant(accountant)
     adaptive = rounds == "adaptive"
-    undecided = rounds is None and privacy == "zcdp"  # decided from the released count
-    by_rule = rounds is None and privacy == "pure"
+    undecided = rounds is None and not pure  # decided from the released count
+    by_rule = rounds is None and pure
     if isinstance(rounds, str) and rounds != "adaptive":
         raise ValueError(f"rounds must be a number, 'adaptive' or None, got {rounds!r}")
     if rounds is not None and not adaptive:
@@ -318,10 +316,9 @@ def mwem_auto(
     run_options = {k: options.pop(k) for k in _RUN_OPTIONS if k in options}
     public_total = options.pop("total", None)
     count_share, rest = _split(budget, count_fraction, public_total is not None)
-    counter = measurement(privacy, count_share, 1.0) if count_share else None  # checks it
+    counter = definition.measurement(count_share, 1.0) if count_share else None  # checks it
     generator = make_rng(rng)
-    budget_options = ({"epsilon": rest} if privacy == "pure"
-                      else {"privacy": "zcdp", "rho": rest})
+    budget_options = {"epsilon": rest} if pure else {"privacy": privacy, "rho": rest}
     config = {**options, **budget_options,
               "total": 1 if public_total is None else public_total}
     fixed = None if adaptive else rounds
@@ -338,7 +335,7 @@ def mwem_auto(
     limit = run_options.get("memory_limit")
     model, _, setup = plan_setup(MWEMConfig(**config, rounds=None if adaptive else 1), workload,
                                  limit)  # type: ignore[arg-type]
-    if not passes_given and (privacy == "pure" or model != "dense"):
+    if not passes_given and (pure or model != "dense"):
         config["reuse_passes"] = AUTO_REUSE_PASSES
     ceiling = None
     if adaptive or undecided:
@@ -358,8 +355,8 @@ def mwem_auto(
     if counter is None:
         total = public_total
     else:
-        noise = "Laplace" if privacy == "pure" else "discrete Gaussian"
-        accountant.compose(measure_event(privacy, count_share), label=f"record count ({noise})")
+        accountant.compose(definition.event(count_share),
+                           label=f"record count ({definition.noise})")
         noisy = counter.release(_records(dataset), rng=generator)
         total = int(round(min(max(float(noisy), 1.0), MAX_RECORDS)))  # clipping: post-processing
     if undecided:  # measured on dense models only: on adult (junction tree) annealing lost
@@ -392,8 +389,8 @@ def mwem_auto(
         before_rounds(float(total))  # type: ignore[arg-type]
     result = mwem(dataset, workload, rounds=fixed, rng=generator, accountant=accountant,
                   **{**config, "total": total}, **run_options)
-    spent = Fraction(count_share) + _charged(result, privacy)
-    result = dataclasses.replace(result, guarantee=guarantee(privacy, spent, delta))
+    spent = Fraction(count_share) + _charged(result, definition)
+    result = dataclasses.replace(result, guarantee=definition.guarantee(spent))
     result = dataclasses.replace(result, rng_provenance=provenance)  # of rng, not of generator
     ran = sum(1 for r in result.trace if r.round > 0)
     choices = MWEMChoices(rounds=ran, rounds_default=rounds is None, rounds_ceiling=ceiling,
@@ -426,10 +423,10 @@ def _superset_option(config: dict[str, object], workload: LinearWorkload, model:
     return settings, top, float(np.diff(setup.offsets)[setup.candidates].mean())
 
 
-def _charged(result: MWEMResult, privacy: str) -> Fraction:
+def _charged(result: MWEMResult, definition: PrivacyDefinition) -> Fraction:
     """What MWEM's own plan charged (its guarantee's rho or epsilon), exact."""
     record = result.guarantee or {}
-    key = "epsilon" if privacy == "pure" else "rho"
+    key = definition.currency
     return exact(record.get(key, 0), key, allow_zero=True)
 
 

@@ -23,14 +23,7 @@ from fastmwem._validation import (
     check_positive,
     check_probability,
 )
-from fastmwem.accounting import (
-    ZCDP,
-    Accountant,
-    PrivacyEvent,
-    PureDP,
-    approx_dp_to_zcdp_budget,
-    exact,
-)
+from fastmwem.accounting import Accountant, PrivacyEvent, exact
 from fastmwem.data.domain import Domain
 from fastmwem.mechanisms.seeding import check_rng
 from fastmwem.random import make_rng
@@ -50,15 +43,13 @@ from fastmwem.release._model import (
 )
 from fastmwem.release._privacy import (
     PRIVACY_DEFINITIONS,
-    check_accountant,
-    check_budget,
+    PrivacyDefinition,
+    PureDefinition,
+    ZCDPDefinition,
     check_zcdp_workload,
-    default_accountant,
-    guarantee,
+    definition_of,
     integer_valued,
-    measurement,
     measurement_grid,
-    plan_total,
 )
 from fastmwem.release._private import PrivateView
 from fastmwem.release._rounds import (
@@ -240,8 +231,10 @@ class MWEMConfig:
     total_std: float | None = None
 
     def __post_init__(self) -> None:
+        if isinstance(self.privacy, PrivacyDefinition):  # the object's name is the field
+            object.__setattr__(self, "privacy", self.privacy.name)
         _choice(self.privacy, "privacy", PRIVACY_DEFINITIONS)
-        check_budget(self.privacy, self.epsilon, self.delta, self.rho)
+        self.definition.check_budget(self.epsilon, self.delta, self.rho)
         if self.rounds is not None:
             check_int(self.rounds, "rounds", minimum=1)
         if self.initial_rounds is not None:
@@ -299,9 +292,9 @@ class MWEMConfig:
                 f"count_fraction ({count}) and init_fraction ({init}) leave no budget for the "
                 "rounds: their sum must be < 1"
             )
-        budget = "epsilon" if self.privacy == "pure" else "rho"
-        given = (f"epsilon={self.epsilon}" if self.privacy == "pure"
-                 else f"rho={float(self.budget()):.4g}")
+        pure = isinstance(self.definition, PureDefinition)
+        budget = self.definition.currency
+        given = f"epsilon={self.epsilon}" if pure else f"rho={float(self.budget()):.4g}"
         rounds = self.rounds if self.rounds is not None else self.initial_rounds
         # The split may depend on the model, decided later: check every model's.
         for model in ("dense", "junction-tree"):
@@ -320,11 +313,11 @@ class MWEMConfig:
             for key, what in shares:
                 if split[key] <= 0:
                     raise ValueError(f"{given} leaves {what} no budget at all")
-                if key == "select" or self.privacy == "pure":
+                if key == "select" or pure:
                     check_noise_scale(1.0, split[key], f"{given} leaves {what} "
                                       f"only {split[key]:.3g}")
                 else:
-                    measurement(self.privacy, split[key], 1.0)  # refuses a sigma too large
+                    self.definition.measurement(split[key], 1.0)  # refuses a sigma too large
 
     def _select_fraction_exact(self, model: str) -> Fraction:
         if self.select_fraction is not None:
@@ -351,13 +344,14 @@ class MWEMConfig:
         """``exclude_measured``, or its default: true for fixed rounds, false for adaptive."""
         return (not self.adaptive) if self.exclude_measured is None else self.exclude_measured
 
+    @property
+    def definition(self) -> PrivacyDefinition:
+        """The privacy definition (``privacy``; a zCDP one reports ``delta``)."""
+        return definition_of(self.privacy, self.delta)
+
     def budget(self) -> Fraction:
         """The whole budget, exact: epsilon (pure DP) or rho (zCDP)."""
-        if self.privacy == "pure":
-            return exact(self.epsilon, "epsilon")
-        if self.rho is not None:
-            return exact(self.rho, "rho")
-        return approx_dp_to_zcdp_budget(self.epsilon, self.delta, conversion="tight")
+        return self.definition.budget(self.epsilon, self.delta, self.rho)
 
     def round_count(self, attributes: int) -> int:
         """The rounds of a fixed run, or an adaptive run's ``T0`` on ``attributes`` attributes."""
@@ -394,7 +388,7 @@ class MWEMConfig:
             raise ValueError("an adaptive run's split needs its rounds T0")
         select = self._select_fraction_exact(model)
         per_round = (total - count - init) / t
-        if self.privacy == "pure":
+        if isinstance(self.definition, PureDefinition):
             shares = (_float_below(per_round * select), _float_below(per_round * (1 - select)))
         else:
             shares = split_round("zcdp", per_round, select, self.select_rho_per_epsilon2())
@@ -451,11 +445,8 @@ def mwem_privacy_plan(config: MWEMConfig, workload: LinearWorkload, *,
         model = choose_model(config, workload)
     split = config.budget_split(model, rounds=config.round_count(len(workload.domain)))
     selection: RoundSelection = config.round_selection  # type: ignore[attr-defined]
-    pure = config.privacy == "pure"
-    noise = "Laplace" if pure else "discrete Gaussian"
-
-    def event(share: float | Fraction) -> PrivacyEvent:
-        return PureDP(Fraction(share)) if pure else ZCDP(Fraction(share))
+    definition = config.definition
+    noise, event = definition.noise, definition.event
 
     plan: list[tuple[PrivacyEvent, str]] = []
     # Events hold the exact binary value of each float share, so the plan fits the budget.
@@ -558,9 +549,10 @@ def mwem(
     model, measured, setup = plan_setup(config, workload, memory_limit)
     check_dataset(dataset, model)
     _check_run(config, setup, measured)
+    definition = config.definition
     if accountant is None:
-        accountant = default_accountant(config.privacy, config.budget())
-    check_accountant(accountant, config.privacy)
+        accountant = definition.default_accountant(config.budget())
+    definition.check_accountant(accountant)
     if schema is not None and getattr(schema, "domain", None) != domain:
         raise ValueError("schema must describe the dataset's domain")
     resources = mwem_resources(config, measured, model=model)
@@ -582,8 +574,7 @@ def mwem(
                               groups=None if model == "dense"
                               else candidate_groups(setup, measured))
         fields = {"ledger": (), "privacy": None, "schema": schema,
-                  "guarantee": guarantee(config.privacy, plan_total(plan, config.privacy),
-                                         config.delta)}
+                  "guarantee": definition.guarantee(definition.plan_total(plan))}
         if config.adaptive:
             result = _run_adaptive(private, measured, domain, config, setup, model, generator,
                                    weights, bar, fields)
@@ -602,7 +593,7 @@ def mwem(
 
 def _check_run(config: MWEMConfig, setup: MWEMSetup, workload: LinearWorkload) -> None:
     """Refuse, before the charge, a run its options and workload cannot carry out."""
-    if config.privacy == "zcdp":
+    if isinstance(config.definition, ZCDPDefinition):
         check_zcdp_workload(workload)
         config.select_rho_per_epsilon2()
     if config.adaptive:
@@ -670,15 +661,16 @@ def _run(private: PrivateView, workload: LinearWorkload, domain: Domain, config:
     available = setup.candidates.copy()
     trace: list[RoundRecord] = []
     iterates = np.zeros(domain.size) if config.output == "average" else None
-    pure = config.privacy == "pure"
+    definition = config.definition
+    pure = isinstance(definition, PureDefinition)
     for t in range(1, config.rounds + 1):  # type: ignore[operator]
         started = time.perf_counter()
         choice = chooser.choose(state, selectable(state, setup, workload, available), rng)
         if config.excludes_measured:
             available[choice] = False
         queries = workload.group_queries(choice) if setup.group_mode else slice(choice, choice + 1)
-        measure = measurement(config.privacy, split["measure"],
-                              float(setup.sensitivities[choice]), integer=integer)
+        measure = definition.measurement(split["measure"], float(setup.sensitivities[choice]),
+                                         integer=integer)
         values = np.atleast_1d(np.asarray(measure.release(chooser.true_answers(queries), rng=rng),
                                           dtype=np.float64))
         run.measurements.append(Measurement(choice, queries, values))
