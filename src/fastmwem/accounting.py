@@ -37,6 +37,7 @@ from typing import Protocol, Union, runtime_checkable
 from fastmwem._validation import check_int
 
 __all__ = [
+    "float_below",
     "PureDP",
     "BoundedRange",
     "ApproxDP",
@@ -102,6 +103,17 @@ def exact(value: object, name: str, *, allow_zero: bool = False) -> Fraction:
 # Significant digits of a displayed privacy parameter. The exact fraction is kept for the
 # accounting; the display only has to be short and true.
 _SHOW_DIGITS = 12
+
+
+def float_below(value: Fraction) -> float:
+    """The largest float that is <= ``value``: a share a mechanism can use and an event can charge
+    exactly (its binary value) without ever exceeding the exact share.
+
+    >>> Fraction(float_below(Fraction(1, 10))) <= Fraction(1, 10) < Fraction(0.1)
+    True
+    """
+    out = float(value)
+    return math.nextafter(out, 0.0) if Fraction(out) > value else out
 
 
 def show(x: Fraction) -> str:
@@ -781,8 +793,10 @@ class Accountant:
     def _fits(self, values: tuple[Fraction, ...]) -> bool:
         return all(v <= b for v, b in zip(values, self._budget))
 
-    def _commit(self, events: list[tuple[PrivacyEvent, str]], what: str) -> None:
-        """The one commit point: charge every event, or none (``BudgetExceededError``)."""
+    def _commit(self, events: list[tuple[PrivacyEvent, str]], what: str, *,
+                charge: bool = True) -> None:
+        """The one commit point: charge every event, or none (``BudgetExceededError``); with
+        ``charge=False`` only refuse what would not fit now."""
         entries = [LedgerEntry(str(label), event, self._cost(event)) for event, label in events]
         if not entries:
             return
@@ -793,13 +807,21 @@ class Accountant:
                 shown = repr(entries[0].event) if len(entries) == 1 else repr(self._as_event(total))
                 raise BudgetExceededError(f"{what} {shown} {self._overspend(total, spent)}")
 
-        self.store.commit(entries, admit)
+        if charge:
+            self.store.commit(entries, admit)
+        else:
+            admit(self._spent())
 
     # -- public API --------------------------------------------------------------------------
     def can_afford(self, event: PrivacyEvent) -> bool:
         """Whether ``event`` fits in the remaining budget now (nothing is charged)."""
         cost = self._cost(event)
         return self._fits(tuple(s + c for s, c in zip(self._spent(), cost)))
+
+    def check_fits(self, events: list[tuple[PrivacyEvent, str]]) -> None:
+        """Refuse, as :meth:`compose_all` would, a plan that does not fit the remaining budget
+        now; nothing is charged."""
+        self._commit(list(events), "a plan costing", charge=False)
 
     def compose(self, event: PrivacyEvent, *, label: str = "") -> Accountant:
         """Charge ``event``; return ``self``. Raises :class:`BudgetExceededError` on overspend."""

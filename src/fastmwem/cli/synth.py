@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import sys
 import time
@@ -12,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from fastmwem.accounting import Accountant, approx_dp_to_zcdp_budget
+from fastmwem.accounting import Accountant
 from fastmwem.cli import CLIError, print_warning, warn_seeded
 from fastmwem.cli._io import (
     check_paths,
@@ -35,6 +34,7 @@ from fastmwem.evaluation import (
     relative_entropy_of_records,
     workload_error,
 )
+from fastmwem.release._privacy import PrivacyDefinition, definition_of
 from fastmwem.release._private import answers_from_marginals
 from fastmwem.release._sampling import AUTO_MATCH_ROWS, SAMPLING_METHODS, default_sampling
 from fastmwem.release.defaults import (
@@ -208,11 +208,13 @@ def _check_privacy(args: argparse.Namespace) -> None:
         raise CLIError(f"--delta must lie in (0, 1), got {args.delta}")
 
 
+def _definition(args: argparse.Namespace) -> PrivacyDefinition:
+    return definition_of(args.privacy, args.delta)
+
+
 def _accountant(args: argparse.Namespace) -> Accountant:
-    if args.privacy == "pure":
-        return Accountant(epsilon=args.epsilon)
-    return Accountant(rho=approx_dp_to_zcdp_budget(args.epsilon, args.delta,
-                                                   conversion="tight"))
+    definition = _definition(args)
+    return Accountant(**{definition.currency: definition.budget(args.epsilon, args.delta)})
 
 
 def _row_bytes(domain: Domain, schema: object) -> int:
@@ -283,7 +285,7 @@ def run(args: argparse.Namespace) -> int:
     # refines its own count, which may differ).
     rows = _rows(choices.record_count) if args.rows is None else args.rows
     if args.rows is None:
-        _warn_if_noisy_count(choices.record_count, choices, args.privacy)
+        _warn_if_noisy_count(choices.record_count, choices, _definition(args))
     sampling = args.sampling or default_sampling(rows)
     if args.sampling is None and sampling != "matched":
         print(f"fastmwem synth: note: {rows:,} rows are written systematically, not matched "
@@ -322,14 +324,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _budget(args: argparse.Namespace) -> dict[str, object]:
-    """The budget keywords of the run: epsilon, and for zCDP the definition and delta."""
-    if args.privacy == "pure":
-        return {"epsilon": args.epsilon}
-    return {"epsilon": args.epsilon, "privacy": "zcdp", "delta": args.delta}
+    """The budget keywords of the run: epsilon, the definition and its delta."""
+    return {"epsilon": args.epsilon, "privacy": args.privacy, "delta": args.delta}
 
 
 def _guarantee(args: argparse.Namespace) -> str:
-    if args.privacy == "pure":
+    if args.delta is None:  # pure DP (a zCDP run needs --delta)
         return f"epsilon={args.epsilon}"
     return f"zCDP giving (epsilon={args.epsilon}, delta={args.delta:g})-DP"
 
@@ -343,13 +343,12 @@ def _chosen(value: object) -> str:
     return "default" if value is None else "given"
 
 
-def _warn_if_noisy_count(total: float, choices: MWEMChoices, privacy: str) -> None:
+def _warn_if_noisy_count(total: float, choices: MWEMChoices,
+                         definition: PrivacyDefinition) -> None:
     """Warn when the record count that sets the default row count is mostly noise."""
     if not choices.count_epsilon:
         return
-    # count_epsilon is a rho under zCDP: the discrete Gaussian's sigma is 1 / sqrt(2 rho)
-    scale = (1.0 / choices.count_epsilon if privacy == "pure"
-             else 1.0 / math.sqrt(2.0 * choices.count_epsilon))
+    scale = definition.noise_scale(choices.count_epsilon)  # count_epsilon is a rho under zCDP
     if scale > _NOISY_COUNT_SHARE * total:
         print_warning("synth", f"the noisy record count ({_rows(total):,}, at least 1) has "
                                f"Laplace noise of scale {scale:.3g}, so the number of rows "

@@ -2,6 +2,12 @@
 online session), and the multiplicative-weights state they share."""
 
 from fastmwem.release.defaults import mwem_auto
+from fastmwem.release.definitions import (
+    PrivacyDefinition,
+    PureDefinition,
+    ZCDPDefinition,
+    definition_of,
+)
 from fastmwem.release.factored import FactoredState
 from fastmwem.release.mwem import MWEMConfig, mwem, mwem_privacy_plan
 from fastmwem.release.pmw import Answer, PMWConfig, PMWRecord, PMWSession, SessionExhaustedError
@@ -20,4 +26,5 @@ __all__ = ["mwem", "MWEMConfig", "MWEMResult", "RoundRecord", "MWState", "Factor
            "SyntheticState", "mwem_privacy_plan", "mwem_resources", "MWEMResources", "mwem_auto",
            "pmw_offline", "OfflinePMWConfig", "pmw_offline_privacy_plan", "RoundSelection",
            "ScanSelection", "LazySelection", "register_selection", "PMWSession", "PMWConfig",
-           "PMWRecord", "Answer", "SessionExhaustedError"]
+           "PMWRecord", "Answer", "SessionExhaustedError", "PrivacyDefinition", "PureDefinition",
+           "ZCDPDefinition", "definition_of"]

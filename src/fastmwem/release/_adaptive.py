@@ -15,9 +15,9 @@ from fastmwem.accounting import Accountant
 from fastmwem.data.domain import Domain
 from fastmwem.release._model import selectable
 from fastmwem.release._privacy import (
+    PureDefinition,
+    ZCDPDefinition,
     integer_valued,
-    measure_event,
-    measurement,
     measurement_grid,
 )
 from fastmwem.release._rounds import (
@@ -65,7 +65,7 @@ class AdaptiveRun:
     # -- one measurement ---------------------------------------------------------------------------
     def _measure(self, group: int, share: float, rng: np.random.Generator) -> tuple[object, Measurement]:
         setup, workload = self.run.setup, self.workload
-        mech = measurement(self.config.privacy, share, float(setup.sensitivities[group]),  # type: ignore[attr-defined]
+        mech = self.config.definition.measurement(share, float(setup.sensitivities[group]),  # type: ignore[attr-defined]
                            integer=integer_valued(workload))
         queries = workload.group_queries(group)
         values = np.atleast_1d(np.asarray(
@@ -77,7 +77,7 @@ class AdaptiveRun:
 
     def _record(self, t: int, group: int, select: float, share: float, mech: object,
                 started: float) -> None:
-        pure = self.config.privacy == "pure"  # type: ignore[attr-defined]
+        pure = isinstance(self.config.definition, PureDefinition)  # type: ignore[attr-defined]
         self.trace.append(RoundRecord(
             round=t, selected=group, description=self.workload.describe_group(group),
             epsilon_select=select, epsilon_measure=share if pure else None,
@@ -101,7 +101,7 @@ class AdaptiveRun:
         if not ids or len(ids) * Fraction(share) > self.schedule.remaining() / 2:
             return
         started = time.perf_counter()
-        self.schedule.charge([(measure_event(self.config.privacy, share),  # type: ignore[attr-defined]
+        self.schedule.charge([(self.config.definition.event(share),  # type: ignore[attr-defined]
                                f"1-way {self.workload.describe_group(g)}: measure")
                               for g in ids])
         for g in ids:
@@ -120,7 +120,7 @@ class AdaptiveRun:
         """The chooser at this round's epsilon, with penalties for this round's noise."""
         setup = self.run.setup
         sens = setup.sensitivities
-        unit = expected_abs_noise(measurement(self.config.privacy, share, 1.0))  # type: ignore[attr-defined]
+        unit = expected_abs_noise(self.config.definition.measurement(share, 1.0))  # type: ignore[attr-defined]
         penalties = np.minimum(unit * sens * self.cells, 1e300)
         live = setup.candidates
         sensitivity = float((self.weights[live] * sens[live]).max())
@@ -135,7 +135,7 @@ class AdaptiveRun:
         selection = self.config.round_selection  # type: ignore[attr-defined]
         self.schedule.charge([
             (selection.event(Fraction(budget.select)), f"round {t}: select ({selection.name})"),
-            (measure_event(self.config.privacy, budget.measure), f"round {t}: measure"),  # type: ignore[attr-defined]
+            (self.config.definition.event(budget.measure), f"round {t}: measure"),  # type: ignore[attr-defined]
         ])
         self._retune(budget.select, budget.measure)
         choice = self.chooser.choose(run.state, selectable(run.state, setup, workload,  # type: ignore[attr-defined]
@@ -179,7 +179,7 @@ def run_adaptive(private: object, workload: LinearWorkload, domain: Domain, conf
     schedule = Annealing(config.privacy, config.rounds_budget(), # type: ignore[attr-defined]
                          config._select_fraction_exact(model),  # type: ignore[attr-defined]
                          config.round_count(len(domain)),  # type: ignore[attr-defined]
-                         config.select_rho_per_epsilon2() if config.privacy == "zcdp"  # type: ignore[attr-defined]
+                         config.select_rho_per_epsilon2() if isinstance(config.definition, ZCDPDefinition)  # type: ignore[attr-defined]
                          else Fraction(1, 8))
     run = Run(state, setup, step=ADAPTIVE_STEP, weighted=True)
     rounds = AdaptiveRun(run, workload, schedule, chooser, weights, config)

@@ -14,7 +14,7 @@ import numpy as np
 
 from fastmwem.data.domain import Domain
 from fastmwem.release._passes import fit_queries
-from fastmwem.release._privacy import measurement
+from fastmwem.release._privacy import PureDefinition
 from fastmwem.release._private import PrivateView
 from fastmwem.release._setup import MWEMSetup
 from fastmwem.release.annealing import noise_std
@@ -65,9 +65,9 @@ def start_state(private: PrivateView, domain: Domain, config: object, model: str
                 ) -> tuple[SyntheticState, float | None]:
     """The starting state (noisy count, and noisy histogram or 1-way marginals if configured),
     and the standard deviation of its record count's noise (``None`` for an exact count)."""
-    privacy = config.privacy  # type: ignore[attr-defined]
+    definition = config.definition  # type: ignore[attr-defined]
     if config.total is None:  # type: ignore[attr-defined]
-        counter = measurement(privacy, split["count"], 1.0)
+        counter = definition.measurement(split["count"], 1.0)
         noisy = float(counter.release(private.count(), rng=rng))
         # Clipping the noisy count to the feasible range is post-processing.
         total = min(max(noisy, 1.0), MAX_RECORDS)
@@ -80,12 +80,12 @@ def start_state(private: PrivateView, domain: Domain, config: object, model: str
 
 def _start(private: PrivateView, domain: Domain, config: object, model: str,
            rng: np.random.Generator, split: dict[str, float], total: float) -> SyntheticState:
-    privacy = config.privacy  # type: ignore[attr-defined]
+    definition = config.definition  # type: ignore[attr-defined]
     mix = config.init_uniform_mix  # type: ignore[attr-defined]
     noisy_start = config.init == "noisy-histogram"  # type: ignore[attr-defined]
     if model == "dense":
         if noisy_start:
-            hist = measurement(privacy, split["init"], 1.0).release(private.histogram(), rng=rng)
+            hist = definition.measurement(split["init"], 1.0).release(private.histogram(), rng=rng)
             return MWState.from_noisy_histogram(domain, np.asarray(hist, dtype=np.float64),
                                                 total, mix)
         return MWState.uniform(domain, total)
@@ -93,13 +93,13 @@ def _start(private: PrivateView, domain: Domain, config: object, model: str,
                "product": model == "product"}
     if noisy_start:
         one_way = private.one_way()
-        if privacy == "pure":
+        if isinstance(definition, PureDefinition):
             # One record moves each of the d 1-way marginals by 1: L1 sensitivity d, all at once.
-            noisy = measurement(privacy, split["init"], float(len(domain))).release(
+            noisy = definition.measurement(split["init"], float(len(domain))).release(
                 np.concatenate([m.reshape(-1) for m in one_way]), rng=rng)
             parts = np.split(noisy, np.cumsum([m.size for m in one_way])[:-1])
         else:  # each marginal at an equal share of rho (L2 sensitivity 1 each)
-            each = measurement(privacy, split["init"] / len(domain), 1.0)
+            each = definition.measurement(split["init"] / len(domain), 1.0)
             parts = [np.asarray(each.release(m.reshape(-1), rng=rng), dtype=np.float64)
                      for m in one_way]
         return FactoredState.from_noisy_marginals(domain, parts, total, mix, **options)

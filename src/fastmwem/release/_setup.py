@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fastmwem._validation import check_noise_scale
-from fastmwem.release._privacy import integer_valued, measurement
+from fastmwem.release._privacy import PureDefinition, integer_valued
 from fastmwem.release.annealing import expected_abs_noise
 from fastmwem.release.selection import SCORE_CAP, RoundSelection
 from fastmwem.workloads.base import MAX_QUERY_VALUE, LinearWorkload
@@ -106,7 +106,8 @@ def prepare(config: object, workload: LinearWorkload, model: str = "dense") -> M
     group_mode = bool(np.any(np.diff(offsets) > 1)) if measure == "auto" else measure == "group"
     split = config.budget_split(  # type: ignore[attr-defined]
         model, rounds=config.round_count(len(workload.domain)))  # type: ignore[attr-defined]
-    privacy = config.privacy  # type: ignore[attr-defined]
+    definition = config.definition  # type: ignore[attr-defined]
+    pure = isinstance(definition, PureDefinition)
     if group_mode:
         sensitivities = group_sens
         cells = np.diff(offsets).astype(np.float64)
@@ -122,15 +123,15 @@ def prepare(config: object, workload: LinearWorkload, model: str = "dense") -> M
     selection.check(workload, epsilon=split["select"], group_mode=group_mode,
                     sensitivities=sensitivities)
     # The largest measurement's noise must stay finite; smaller sensitivities then do too.
-    if privacy == "pure":
+    if pure:
         check_noise_scale(score_sensitivity, split["measure"],
                           f"each round's measurement (Laplace, sensitivity {score_sensitivity:.4g})")
-    largest = measurement(privacy, split["measure"], score_sensitivity,
-                          integer=integer_valued(workload))
+    largest = definition.measurement(split["measure"], score_sensitivity,
+                                     integer=integer_valued(workload))
     penalty = config.cell_penalty  # type: ignore[attr-defined]
     if penalty is None:
         # the expected absolute noise of one measured cell (Laplace: exactly the old formula)
-        penalty = ((score_sensitivity / split["measure"] if privacy == "pure"
+        penalty = ((score_sensitivity / split["measure"] if pure
                     else expected_abs_noise(largest)) if group_mode else 0.0)
     with np.errstate(over="ignore"):
         penalties = np.minimum(float(penalty) * cells, SCORE_CAP)

@@ -46,7 +46,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from fastmwem.accounting import Accountant, PrivacyEvent
+from fastmwem.accounting import Accountant, PrivacyEvent, float_below
 
 __all__ = ["Annealing", "RoundBudget", "should_anneal", "expected_abs_noise", "noise_std",
            "split_round", "ADAPTIVE_REUSE_PASSES",
@@ -68,13 +68,6 @@ ADAPTIVE_STEP = 4.0
 ADAPTIVE_REUSE_PASSES = 8
 
 
-def _float_below(value: Fraction) -> float:
-    """The largest float that is <= ``value``."""
-    out = float(value)
-    if Fraction(out) > value:
-        out = math.nextafter(out, 0.0)
-    return out
-
 
 def split_round(privacy: str, amount: Fraction, select_fraction: Fraction,
                 select_rho_per_epsilon2: Fraction = Fraction(1, 8)) -> tuple[float, float]:
@@ -88,13 +81,13 @@ def split_round(privacy: str, amount: Fraction, select_fraction: Fraction,
     amount = Fraction(amount)
     share = amount * Fraction(select_fraction)
     if privacy == "pure":
-        select = _float_below(share)
-        return select, _float_below(amount - Fraction(select))
+        select = float_below(share)
+        return select, float_below(amount - Fraction(select))
     per = Fraction(select_rho_per_epsilon2)
-    select = _float_below(Fraction(math.sqrt(float(share / per))))
+    select = float_below(Fraction(math.sqrt(float(share / per))))
     while select > 0 and Fraction(select) ** 2 * per > share:
         select = math.nextafter(select, 0.0)
-    return select, _float_below(amount - Fraction(select) ** 2 * per)
+    return select, float_below(amount - Fraction(select) ** 2 * per)
 
 
 def expected_abs_noise(mechanism: object) -> float:

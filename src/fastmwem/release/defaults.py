@@ -20,7 +20,6 @@ stays uniform.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import math
 from collections.abc import Callable
@@ -30,22 +29,20 @@ from fractions import Fraction
 import numpy as np
 
 from fastmwem._validation import check_int, check_probability
-from fastmwem.accounting import Accountant, BudgetExceededError, exact
+from fastmwem.accounting import Accountant, exact, float_below
 from fastmwem.data.domain import Domain
 from fastmwem.mechanisms.seeding import check_rng
 from fastmwem.random import make_rng
 from fastmwem.release._candidates import superset_workload
 from fastmwem.release._model import check_release_inputs
 from fastmwem.release._privacy import (
-    check_accountant,
-    check_budget,
-    default_accountant,
-    guarantee,
-    measure_event,
-    measurement,
+    PrivacyDefinition,
+    PureDefinition,
+    definition_of,
 )
 from fastmwem.release.annealing import noise_std
-from fastmwem.release.mwem import MWEMConfig, mwem, mwem_privacy_plan, plan_setup
+from fastmwem.release.mwem import MWEMConfig, mwem
+from fastmwem.release.plan import check_run_inputs, plan_mwem, plan_setup
 from fastmwem.release.result import MWEMResult
 from fastmwem.release.state import MAX_RECORDS
 from fastmwem.workloads.base import LinearWorkload
@@ -296,16 +293,15 @@ def mwem_auto(
     Returns:
         The MWEM result (its ``guarantee`` covers the count too) and what was chosen.
     """
-    check_budget(privacy, epsilon, delta, rho)  # also refuses an unknown privacy below
-    if privacy not in ("pure", "zcdp"):
-        raise ValueError(f"privacy must be one of ['pure', 'zcdp'], got {privacy!r}")
-    budget = (exact(epsilon, "epsilon") if privacy == "pure" else
-              MWEMConfig(privacy="zcdp", epsilon=epsilon, delta=delta, rho=rho).budget())
-    accountant = default_accountant(privacy, budget) if accountant is None else accountant
-    check_accountant(accountant, privacy)
+    definition = definition_of(privacy, delta)
+    budget = definition.budget(epsilon, delta, rho)
+    privacy = definition.name
+    pure = isinstance(definition, PureDefinition)
+    accountant = definition.default_accountant(budget) if accountant is None else accountant
+    definition.check_accountant(accountant)
     adaptive = rounds == "adaptive"
-    undecided = rounds is None and privacy == "zcdp"  # decided from the released count
-    by_rule = rounds is None and privacy == "pure"
+    undecided = rounds is None and not pure  # decided from the released count
+    by_rule = rounds is None and pure
     if isinstance(rounds, str) and rounds != "adaptive":
         raise ValueError(f"rounds must be a number, 'adaptive' or None, got {rounds!r}")
     if rounds is not None and not adaptive:
@@ -316,29 +312,31 @@ def mwem_auto(
     if not passes_given:
         options.pop("reuse_passes", None)  # chosen below, once the model is known
     run_options = {k: options.pop(k) for k in _RUN_OPTIONS if k in options}
+    limit = run_options.get("memory_limit")
     public_total = options.pop("total", None)
     count_share, rest = _split(budget, count_fraction, public_total is not None)
-    counter = measurement(privacy, count_share, 1.0) if count_share else None  # checks it
+    counter = definition.measurement(count_share, 1.0) if count_share else None  # checks it
     generator = make_rng(rng)
-    budget_options = ({"epsilon": rest} if privacy == "pure"
-                      else {"privacy": "zcdp", "rho": rest})
+    budget_options = {"epsilon": rest} if pure else {"privacy": privacy, "rho": rest}
     config = {**options, **budget_options,
               "total": 1 if public_total is None else public_total}
     fixed = None if adaptive else rounds
     candidates = str(options.get("candidates", "auto"))
 
+    schema = run_options.get("schema")
+    count_event = [(definition.event(count_share), "record count")] if count_share else []
+
     def check(t: int | None, settings: dict[str, object] = config) -> None:
-        # The dry run stops at the charge, before any draw: a generator of ours keeps it from
-        # warning about the caller's (that warning comes once, below, from the caller's line).
-        _dry_run(dataset, workload, make_rng(0), {**settings, "rounds": t}, run_options, privacy)
-        _check_room(accountant, privacy, count_share, workload,
-                    MWEMConfig(**settings, rounds=t), model)
+        # Every check mwem() makes before its charge, and the accountant's room for the count
+        # and this plan, exactly; nothing is run or charged.
+        planned = plan_mwem(MWEMConfig(**settings, rounds=t), workload, limit)  # type: ignore[arg-type]
+        check_run_inputs(planned, dataset, schema)
+        accountant.check_fits([*count_event, *planned.events])
 
     check_release_inputs(dataset, workload)
-    limit = run_options.get("memory_limit")
     model, _, setup = plan_setup(MWEMConfig(**config, rounds=None if adaptive else 1), workload,
                                  limit)  # type: ignore[arg-type]
-    if not passes_given and (privacy == "pure" or model != "dense"):
+    if not passes_given and (pure or model != "dense"):
         config["reuse_passes"] = AUTO_REUSE_PASSES
     ceiling = None
     if adaptive or undecided:
@@ -358,8 +356,8 @@ def mwem_auto(
     if counter is None:
         total = public_total
     else:
-        noise = "Laplace" if privacy == "pure" else "discrete Gaussian"
-        accountant.compose(measure_event(privacy, count_share), label=f"record count ({noise})")
+        accountant.compose(definition.event(count_share),
+                           label=f"record count ({definition.noise})")
         noisy = counter.release(_records(dataset), rng=generator)
         total = int(round(min(max(float(noisy), 1.0), MAX_RECORDS)))  # clipping: post-processing
     if undecided:  # measured on dense models only: on adult (junction tree) annealing lost
@@ -392,8 +390,8 @@ def mwem_auto(
         before_rounds(float(total))  # type: ignore[arg-type]
     result = mwem(dataset, workload, rounds=fixed, rng=generator, accountant=accountant,
                   **{**config, "total": total}, **run_options)
-    spent = Fraction(count_share) + _charged(result, privacy)
-    result = dataclasses.replace(result, guarantee=guarantee(privacy, spent, delta))
+    spent = Fraction(count_share) + _charged(result, definition)
+    result = dataclasses.replace(result, guarantee=definition.guarantee(spent))
     result = dataclasses.replace(result, rng_provenance=provenance)  # of rng, not of generator
     ran = sum(1 for r in result.trace if r.round > 0)
     choices = MWEMChoices(rounds=ran, rounds_default=rounds is None, rounds_ceiling=ceiling,
@@ -426,10 +424,10 @@ def _superset_option(config: dict[str, object], workload: LinearWorkload, model:
     return settings, top, float(np.diff(setup.offsets)[setup.candidates].mean())
 
 
-def _charged(result: MWEMResult, privacy: str) -> Fraction:
+def _charged(result: MWEMResult, definition: PrivacyDefinition) -> Fraction:
     """What MWEM's own plan charged (its guarantee's rho or epsilon), exact."""
     record = result.guarantee or {}
-    key = "epsilon" if privacy == "pure" else "rho"
+    key = definition.currency
     return exact(record.get(key, 0), key, allow_zero=True)
 
 
@@ -447,46 +445,13 @@ def _split(total: Fraction, count_fraction: float, public: bool) -> tuple[float,
     count = 0.0
     if not public:
         check_probability(count_fraction, "count_fraction")
-        count = _below(total * exact(count_fraction, "count_fraction"))
+        count = float_below(total * exact(count_fraction, "count_fraction"))
     left = total - Fraction(count)
-    rest = _below(left)
+    rest = float_below(left)
     while rest > 0 and exact(rest, "budget") > left:
         rest = math.nextafter(rest, 0.0)
     return count, rest
 
 
-def _below(value: Fraction) -> float:
-    """The largest float that is <= ``value``."""
-    out = float(value)
-    return math.nextafter(out, 0.0) if Fraction(out) > value else out
-
-
 def _records(dataset: object) -> int:
     return len(dataset) if hasattr(dataset, "__len__") else int(dataset.histogram().sum())
-
-
-def _dry_run(dataset: object, workload: LinearWorkload, generator: np.random.Generator,
-             config: dict[str, object], run_options: dict[str, object], privacy: str) -> None:
-    """Run every check ``mwem`` makes before its charge, without spending or computing anything.
-
-    ``mwem`` charges its whole plan before it reads the data, and a refused charge spends
-    nothing; an accountant with nothing left refuses any plan, so the run stops there.
-    """
-    spent = default_accountant(privacy, MWEMConfig(**config).budget())  # type: ignore[arg-type]
-    spent.compose(spent.remaining(), label="dry run")
-    try:
-        mwem(dataset, workload, rng=generator, accountant=spent,
-             **{**run_options, **config, "progress": False})
-    except BudgetExceededError:
-        return
-    raise RuntimeError("mwem ran with an exhausted accountant")  # pragma: no cover
-
-
-def _check_room(accountant: Accountant, privacy: str, count_share: float,
-                workload: LinearWorkload, config: MWEMConfig, model: str) -> None:
-    """Refuse, before the count is charged, an accountant without room for the count and MWEM."""
-    trial = copy.deepcopy(accountant)
-    plan = mwem_privacy_plan(config, workload, model=model)
-    if count_share:
-        plan.insert(0, (measure_event(privacy, count_share), "record count"))
-    trial.compose_all(plan)

@@ -18,19 +18,11 @@ import numpy as np
 
 from fastmwem._validation import (
     check_int,
-    check_memory,
     check_noise_scale,
     check_positive,
     check_probability,
 )
-from fastmwem.accounting import (
-    ZCDP,
-    Accountant,
-    PrivacyEvent,
-    PureDP,
-    approx_dp_to_zcdp_budget,
-    exact,
-)
+from fastmwem.accounting import Accountant, exact, float_below
 from fastmwem.data.domain import Domain
 from fastmwem.mechanisms.seeding import check_rng
 from fastmwem.random import make_rng
@@ -38,27 +30,18 @@ from fastmwem.release._adaptive import run_adaptive
 from fastmwem.release._candidates import CANDIDATE_SETS, workload_weights
 from fastmwem.release._model import (
     candidate_groups,
-    candidate_kind,
-    candidate_workload,
-    check_dataset,
     check_release_inputs,
     choose_model,
-    only_supersets,
     selectable,
-    within_cap,
     worth_measuring,
 )
 from fastmwem.release._privacy import (
     PRIVACY_DEFINITIONS,
-    check_accountant,
-    check_budget,
-    check_zcdp_workload,
-    default_accountant,
-    guarantee,
+    PrivacyDefinition,
+    PureDefinition,
+    definition_of,
     integer_valued,
-    measurement,
     measurement_grid,
-    plan_total,
 )
 from fastmwem.release._private import PrivateView
 from fastmwem.release._rounds import (
@@ -70,16 +53,23 @@ from fastmwem.release._rounds import (
     start_state,
     update,
 )
-from fastmwem.release._setup import MWEMSetup, prepare
+from fastmwem.release._setup import MWEMSetup
 from fastmwem.release.annealing import INITIAL_ROUNDS_PER_ATTRIBUTE, noise_std, split_round
 from fastmwem.release.factored import DEFAULT_MAX_CLIQUE_CELLS
-from fastmwem.release.resources import _FACTORED_FINAL_PASSES, mwem_resources
+from fastmwem.release.plan import (
+    MWEMPlan,
+    check_run_inputs,
+    mwem_privacy_plan,
+    plan_mwem,
+    plan_setup,
+)
+from fastmwem.release.resources import _FACTORED_FINAL_PASSES
 from fastmwem.release.result import MWEMResult, RoundRecord
-from fastmwem.release.selection import RoundSelection, resolve_selection
+from fastmwem.release.selection import resolve_selection
 from fastmwem.release.state import MAX_RECORDS
 from fastmwem.workloads.base import LinearWorkload
 
-__all__ = ["mwem", "MWEMConfig", "mwem_privacy_plan", "choose_model", "plan_setup",
+__all__ = ["mwem", "MWEMConfig", "mwem_privacy_plan", "choose_model", "plan_setup", "run_plan",
            "MAX_REUSE_PASSES",
            "PROGRESS_SECONDS", "MODELS"]
 
@@ -240,8 +230,10 @@ class MWEMConfig:
     total_std: float | None = None
 
     def __post_init__(self) -> None:
+        if isinstance(self.privacy, PrivacyDefinition):  # the object's name is the field
+            object.__setattr__(self, "privacy", self.privacy.name)
         _choice(self.privacy, "privacy", PRIVACY_DEFINITIONS)
-        check_budget(self.privacy, self.epsilon, self.delta, self.rho)
+        self.definition.check_budget(self.epsilon, self.delta, self.rho)
         if self.rounds is not None:
             check_int(self.rounds, "rounds", minimum=1)
         if self.initial_rounds is not None:
@@ -299,9 +291,9 @@ class MWEMConfig:
                 f"count_fraction ({count}) and init_fraction ({init}) leave no budget for the "
                 "rounds: their sum must be < 1"
             )
-        budget = "epsilon" if self.privacy == "pure" else "rho"
-        given = (f"epsilon={self.epsilon}" if self.privacy == "pure"
-                 else f"rho={float(self.budget()):.4g}")
+        pure = isinstance(self.definition, PureDefinition)
+        budget = self.definition.currency
+        given = f"epsilon={self.epsilon}" if pure else f"rho={float(self.budget()):.4g}"
         rounds = self.rounds if self.rounds is not None else self.initial_rounds
         # The split may depend on the model, decided later: check every model's.
         for model in ("dense", "junction-tree"):
@@ -320,11 +312,11 @@ class MWEMConfig:
             for key, what in shares:
                 if split[key] <= 0:
                     raise ValueError(f"{given} leaves {what} no budget at all")
-                if key == "select" or self.privacy == "pure":
+                if key == "select" or pure:
                     check_noise_scale(1.0, split[key], f"{given} leaves {what} "
                                       f"only {split[key]:.3g}")
                 else:
-                    measurement(self.privacy, split[key], 1.0)  # refuses a sigma too large
+                    self.definition.measurement(split[key], 1.0)  # refuses a sigma too large
 
     def _select_fraction_exact(self, model: str) -> Fraction:
         if self.select_fraction is not None:
@@ -351,13 +343,14 @@ class MWEMConfig:
         """``exclude_measured``, or its default: true for fixed rounds, false for adaptive."""
         return (not self.adaptive) if self.exclude_measured is None else self.exclude_measured
 
+    @property
+    def definition(self) -> PrivacyDefinition:
+        """The privacy definition (``privacy``; a zCDP one reports ``delta``)."""
+        return definition_of(self.privacy, self.delta)
+
     def budget(self) -> Fraction:
         """The whole budget, exact: epsilon (pure DP) or rho (zCDP)."""
-        if self.privacy == "pure":
-            return exact(self.epsilon, "epsilon")
-        if self.rho is not None:
-            return exact(self.rho, "rho")
-        return approx_dp_to_zcdp_budget(self.epsilon, self.delta, conversion="tight")
+        return self.definition.budget(self.epsilon, self.delta, self.rho)
 
     def round_count(self, attributes: int) -> int:
         """The rounds of a fixed run, or an adaptive run's ``T0`` on ``attributes`` attributes."""
@@ -394,13 +387,13 @@ class MWEMConfig:
             raise ValueError("an adaptive run's split needs its rounds T0")
         select = self._select_fraction_exact(model)
         per_round = (total - count - init) / t
-        if self.privacy == "pure":
-            shares = (_float_below(per_round * select), _float_below(per_round * (1 - select)))
+        if isinstance(self.definition, PureDefinition):
+            shares = (float_below(per_round * select), float_below(per_round * (1 - select)))
         else:
             shares = split_round("zcdp", per_round, select, self.select_rho_per_epsilon2())
         return {
-            "count": _float_below(Fraction(count)),
-            "init": _float_below(Fraction(init)),
+            "count": float_below(Fraction(count)),
+            "init": float_below(Fraction(init)),
             "select": shares[0],
             "measure": shares[1],
         }
@@ -410,13 +403,6 @@ class MWEMConfig:
         split = self.budget_split("dense", rounds=1)
         return self.budget() - Fraction(split["count"]) - Fraction(split["init"])
 
-
-def _float_below(value: Fraction) -> float:
-    """The largest float that is <= ``value``."""
-    out = float(value)
-    if Fraction(out) > value:
-        out = math.nextafter(out, 0.0)
-    return out
 
 
 def _check_tolerance(value: object) -> None:
@@ -429,50 +415,6 @@ def _check_tolerance(value: object) -> None:
 def _choice(value: object, name: str, options: tuple[str, ...]) -> None:
     if value not in options:
         raise ValueError(f"{name} must be one of {list(options)}, got {value!r}")
-
-
-def mwem_privacy_plan(config: MWEMConfig, workload: LinearWorkload, *,
-                      model: str | None = None) -> list[tuple[PrivacyEvent, str]]:
-    """The ordered list of ``(event, label)`` an MWEM run charges; it depends only on public input.
-
-    ``model`` is the run's model (default: :func:`choose_model` on this machine's memory); it
-    sets the default split of each round between selection and measurement, and names the noisy
-    start (a histogram when dense, the 1-way marginals when factored).
-
-    Selection rounds are :class:`~fastmwem.accounting.BoundedRange` (exponential mechanism) or
-    :class:`~fastmwem.accounting.PureDP` (permute-and-flip). Pure DP: counts and measurements
-    are Laplace (``PureDP``) and the plan's epsilons add up to at most ``config.epsilon``. zCDP:
-    they are discrete Gaussian (:class:`~fastmwem.accounting.ZCDP`) and the plan's rhos add up to
-    at most the budget. An adaptive run (``rounds=None``) charges its rounds as one ceiling, the
-    budget left after the count and the start; each round is then charged within it
-    (:mod:`fastmwem.release.annealing`).
-    """
-    if model is None:
-        model = choose_model(config, workload)
-    split = config.budget_split(model, rounds=config.round_count(len(workload.domain)))
-    selection: RoundSelection = config.round_selection  # type: ignore[attr-defined]
-    pure = config.privacy == "pure"
-    noise = "Laplace" if pure else "discrete Gaussian"
-
-    def event(share: float | Fraction) -> PrivacyEvent:
-        return PureDP(Fraction(share)) if pure else ZCDP(Fraction(share))
-
-    plan: list[tuple[PrivacyEvent, str]] = []
-    # Events hold the exact binary value of each float share, so the plan fits the budget.
-    if split["count"] > 0:
-        plan.append((event(split["count"]), f"record count ({noise})"))
-    if split["init"] > 0:
-        start = "histogram" if model == "dense" else "1-way marginals"
-        plan.append((event(split["init"]), f"initial {start} ({noise})"))
-    if config.adaptive:
-        plan.append((event(config.rounds_budget()),
-                     f"adaptive rounds ({noise}; each round charged within this ceiling)"))
-        return plan
-    for t in range(1, config.rounds + 1):  # type: ignore[operator]
-        plan.append((selection.event(Fraction(split["select"])),
-                     f"round {t}: select ({selection.name})"))
-        plan.append((event(split["measure"]), f"round {t}: measure ({noise})"))
-    return plan
 
 
 def mwem(
@@ -552,25 +494,33 @@ def mwem(
         ResourceLimitError: (a ``ValueError``) the run would need more memory than allowed.
     """
     config = MWEMConfig(epsilon=epsilon, rounds=rounds, **options)  # type: ignore[arg-type]
-    domain = check_release_inputs(dataset, workload)
-    if memory_limit is not None:
-        check_int(memory_limit, "memory_limit", minimum=1)
-    model, measured, setup = plan_setup(config, workload, memory_limit)
-    check_dataset(dataset, model)
-    _check_run(config, setup, measured)
+    check_release_inputs(dataset, workload)
+    planned = plan_mwem(config, workload, memory_limit)
+    check_run_inputs(planned, dataset, schema)
+    definition = config.definition
     if accountant is None:
-        accountant = default_accountant(config.privacy, config.budget())
-    check_accountant(accountant, config.privacy)
-    if schema is not None and getattr(schema, "domain", None) != domain:
-        raise ValueError("schema must describe the dataset's domain")
-    resources = mwem_resources(config, measured, model=model)
-    check_memory(resources.memory_bytes, f"MWEM ({model}) on {resources.cells} cells",
-                 memory_limit)
-    weights = (workload_weights(measured, workload) if config.adaptive
-               else np.ones(int(measured.n_groups)))
+        accountant = definition.default_accountant(config.budget())
+    definition.check_accountant(accountant)
     generator = make_rng(rng)
     provenance = check_rng(rng, "mwem")
-    plan = mwem_privacy_plan(config, workload, model=model)
+    return run_plan(planned, dataset, accountant, generator, schema=schema, progress=progress,
+                    provenance=provenance)
+
+
+def run_plan(planned: MWEMPlan, dataset: object, accountant: Accountant,
+             generator: np.random.Generator, *, schema: object = None,
+             progress: bool | None = None, provenance: str | None = None) -> MWEMResult:
+    """Charge ``planned``'s events to ``accountant`` (all or none), then run it on ``dataset``.
+
+    Everything that could fail is checked by :func:`~fastmwem.release.plan.plan_mwem` and
+    :func:`~fastmwem.release.plan.check_run_inputs` before this is called.
+    """
+    config, model, measured, setup = planned.config, planned.model, planned.measured, planned.setup
+    workload, resources, domain = planned.workload, planned.resources, planned.workload.domain
+    definition = config.definition
+    weights = (workload_weights(measured, workload) if config.adaptive
+               else np.ones(int(measured.n_groups)))
+    plan = list(planned.events)
     accountant.compose_all(plan)  # all or nothing, before the data is read
 
     if progress is None:
@@ -582,8 +532,7 @@ def mwem(
                               groups=None if model == "dense"
                               else candidate_groups(setup, measured))
         fields = {"ledger": (), "privacy": None, "schema": schema,
-                  "guarantee": guarantee(config.privacy, plan_total(plan, config.privacy),
-                                         config.delta)}
+                  "guarantee": definition.guarantee(definition.plan_total(plan))}
         if config.adaptive:
             result = _run_adaptive(private, measured, domain, config, setup, model, generator,
                                    weights, bar, fields)
@@ -594,48 +543,11 @@ def mwem(
                                      privacy=accountant.spent())
         if measured is not workload:
             result = dataclasses.replace(result, workload=workload, measured_workload=measured)
-        return dataclasses.replace(result, rng_provenance=provenance)
+        return (result if provenance is None
+                else dataclasses.replace(result, rng_provenance=provenance))
     finally:
         if bar is not None:
             bar.close()
-
-
-def _check_run(config: MWEMConfig, setup: MWEMSetup, workload: LinearWorkload) -> None:
-    """Refuse, before the charge, a run its options and workload cannot carry out."""
-    if config.privacy == "zcdp":
-        check_zcdp_workload(workload)
-        config.select_rho_per_epsilon2()
-    if config.adaptive:
-        if not setup.group_mode:
-            raise ValueError("adaptive rounds (rounds=None) measure whole groups: use "
-                             "measure='group' (or 'auto'), or give a number of rounds")
-        if not getattr(setup.selection, "adaptive", False):
-            raise ValueError(f"selection={setup.selection.name!r} cannot change its epsilon "
-                             "from round to round: adaptive rounds (rounds=None) need "
-                             "'exponential' or 'permute-and-flip'")
-        return
-    if config.excludes_measured and config.rounds > setup.n_candidates:  # type: ignore[operator]
-        raise ValueError(
-            f"rounds ({config.rounds}) exceeds the {setup.n_candidates} candidate "
-            f"{'groups' if setup.group_mode else 'queries'} (of sensitivity > 0) while "
-            "exclude_measured=True"
-        )
-
-
-def plan_setup(config: MWEMConfig, workload: LinearWorkload, memory_limit: int | None = None
-               ) -> tuple[str, LinearWorkload, MWEMSetup]:
-    """The public plan of a run: its model, the workload it measures, and the candidates.
-
-    Reads only public input (the configuration, the workload, the domain and the memory).
-    """
-    model = choose_model(config, workload, memory_limit)
-    measured = candidate_workload(config, workload, model)
-    setup = prepare(config, measured, model)
-    if measured is not workload and candidate_kind(config, workload, model) == "supersets":
-        setup = only_supersets(setup, measured, workload)
-    if model != "dense":
-        setup = within_cap(setup, measured, config.max_clique_cells)
-    return model, measured, setup
 
 
 def _progress_bar(config: MWEMConfig, seconds: float):  # -> tqdm
@@ -670,15 +582,16 @@ def _run(private: PrivateView, workload: LinearWorkload, domain: Domain, config:
     available = setup.candidates.copy()
     trace: list[RoundRecord] = []
     iterates = np.zeros(domain.size) if config.output == "average" else None
-    pure = config.privacy == "pure"
+    definition = config.definition
+    pure = isinstance(definition, PureDefinition)
     for t in range(1, config.rounds + 1):  # type: ignore[operator]
         started = time.perf_counter()
         choice = chooser.choose(state, selectable(state, setup, workload, available), rng)
         if config.excludes_measured:
             available[choice] = False
         queries = workload.group_queries(choice) if setup.group_mode else slice(choice, choice + 1)
-        measure = measurement(config.privacy, split["measure"],
-                              float(setup.sensitivities[choice]), integer=integer)
+        measure = definition.measurement(split["measure"], float(setup.sensitivities[choice]),
+                                         integer=integer)
         values = np.atleast_1d(np.asarray(measure.release(chooser.true_answers(queries), rng=rng),
                                           dtype=np.float64))
         run.measurements.append(Measurement(choice, queries, values))

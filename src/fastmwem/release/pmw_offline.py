@@ -33,6 +33,7 @@ from fastmwem.accounting import (
     advanced_composition,
     approx_dp_to_zcdp_budget,
     exact,
+    float_below,
     per_round_epsilon,
 )
 from fastmwem.data.domain import check_dense
@@ -116,7 +117,7 @@ class OfflinePMWConfig:
         if self.total is not None:
             return 0.0
         share = exact(self.epsilon, "epsilon") * exact(self.count_fraction, "count_fraction")
-        return _float_below(share)
+        return float_below(share)
 
     def round_epsilon(self) -> float:
         """The largest per-round ``epsilon0`` whose plan fits ``(epsilon, delta)``."""
@@ -133,12 +134,6 @@ class OfflinePMWConfig:
             eps0 = math.nextafter(eps0, 0.0)
         return eps0
 
-
-def _float_below(value: Fraction) -> float:
-    out = float(value)
-    if Fraction(out) > value:
-        out = math.nextafter(out, 0.0)
-    return out
 
 
 def pmw_offline_privacy_plan(config: OfflinePMWConfig, *,
