@@ -16,6 +16,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from fastmwem._deprecation import renamed_field
 from fastmwem._validation import (
     check_int,
     check_memory,
@@ -61,6 +62,7 @@ from fastmwem.release._privacy import (
     plan_total,
 )
 from fastmwem.release._private import PrivateView
+from fastmwem.release._protocol import as_linear_workload
 from fastmwem.release._rounds import (
     Measurement,
     Run,
@@ -77,7 +79,7 @@ from fastmwem.release.resources import _FACTORED_FINAL_PASSES, mwem_resources
 from fastmwem.release.result import MWEMResult, RoundRecord
 from fastmwem.release.selection import RoundSelection, resolve_selection
 from fastmwem.release.state import MAX_RECORDS
-from fastmwem.workloads.base import LinearWorkload
+from fastmwem.workloads.base import LinearWorkload, Workload
 
 __all__ = ["mwem", "MWEMConfig", "mwem_privacy_plan", "choose_model", "plan_setup",
            "MAX_REUSE_PASSES",
@@ -109,6 +111,7 @@ MODELS = ("auto", "dense", "junction-tree", "product")
 PROGRESS_SECONDS = 30.0
 
 
+@renamed_field("top_k", "k")
 @dataclass(frozen=True)
 class MWEMConfig:
     """Every public parameter of an MWEM run, validated; its privacy plan follows from it alone.
@@ -161,7 +164,8 @@ class MWEMConfig:
         index: the top-k oracle of ``selection="lazy"``: ``None`` (the workload's own exact
             oracle, else ``"bitpacked"`` for 0/1 queries, else ``"flat"``), an index name for
             :func:`fastmwem.indices.make_index`, or a built oracle.
-        top_k: the size of the lazy mechanism's exact top-k set (default ``ceil(sqrt(m))``).
+        k: the size of the lazy mechanism's exact top-k set (default ``ceil(sqrt(m))``;
+            ``top_k`` is its deprecated alias).
         allow_uncertified: let ``selection="lazy"`` run over an approximate index without a
             certified gap (``"faiss:HNSW32"``, ``"faiss:IVF..."``, ``"hnswlib"``). Such a run has
             NO privacy guarantee: its selection rounds are recorded as
@@ -223,7 +227,7 @@ class MWEMConfig:
     cell_penalty: float | None = None
     selection: object = "exponential"
     index: object = None
-    top_k: int | None = None
+    k: int | None = None
     allow_uncertified: bool = False
     total: int | None = None
     count_fraction: float = 0.01
@@ -266,7 +270,7 @@ class MWEMConfig:
         # The resolved selection object is public configuration, derived once. The opt-in is
         # passed only when given, so that the scan selections refuse it by name.
         object.__setattr__(self, "round_selection", resolve_selection(
-            self.selection, index=self.index, k=self.top_k,
+            self.selection, index=self.index, k=self.k,
             allow_uncertified=self.allow_uncertified or None))
         check_probability(self.init_fraction, "init_fraction")
         check_probability(self.init_uniform_mix, "init_uniform_mix")
@@ -477,7 +481,7 @@ def mwem_privacy_plan(config: MWEMConfig, workload: LinearWorkload, *,
 
 def mwem(
     dataset: object,
-    workload: LinearWorkload,
+    workload: Workload | LinearWorkload,
     *,
     epsilon: float | None = None,
     rounds: int | None = 20,
@@ -528,7 +532,11 @@ def mwem(
         dataset: a :class:`fastmwem.data.Dataset`, or anything with ``domain`` and
             ``histogram()`` (dense runs) or ``marginal(names)`` / ``marginals(list of names)``
             (factored runs).
-        workload: linear queries over the same domain.
+        workload: linear queries over the same domain: a
+            :class:`~fastmwem.workloads.LinearWorkload`, or any object satisfying the
+            :class:`~fastmwem.workloads.Workload` protocol (run on a dense model; the result's
+            ``workload`` is then a :class:`~fastmwem.release._protocol.ProtocolWorkload` view
+            whose ``wrapped`` is the object).
         epsilon: total privacy budget (with ``privacy="zcdp"``: with ``delta=``, or give
             ``rho=`` instead).
         rounds: number of rounds T, or ``None`` for adaptive rounds and budget.
@@ -552,6 +560,7 @@ def mwem(
         ResourceLimitError: (a ``ValueError``) the run would need more memory than allowed.
     """
     config = MWEMConfig(epsilon=epsilon, rounds=rounds, **options)  # type: ignore[arg-type]
+    workload = as_linear_workload(workload)
     domain = check_release_inputs(dataset, workload)
     if memory_limit is not None:
         check_int(memory_limit, "memory_limit", minimum=1)
