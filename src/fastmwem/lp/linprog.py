@@ -45,11 +45,12 @@ def private_linprog(c: object, A_ub: object = None, b_ub: object = None, *, A_lb
     """Minimise ``c @ x`` subject to ``A_ub @ x <= b_ub`` (and ``A_lb @ x >= b_lb``) privately.
 
     Privacy: ``(epsilon, delta)``-DP (``epsilon``-DP with ``delta = 0`` and
-    ``composition="basic"``) under the chosen neighbouring relation (module docstring). The whole plan
-    (``(probes + 1) T`` rounds and ``probes`` tests for ``"scalar"``, ``probes T`` rounds and
-    ``probes`` tests for ``"constraint"``) is charged to ``accountant`` before the data is read; a
-    refused charge spends nothing. Every argument, including checks against the data (a width
-    below the data's width, entries outside ``entry_bound``), is checked before that.
+    ``composition="basic"``) under the chosen neighbouring relation (module docstring). The
+    whole plan (``(probes + 1) T`` rounds and ``probes`` tests for ``"scalar"``, ``probes T``
+    rounds and ``probes`` tests for ``"constraint"``) is charged to ``accountant`` before the
+    data is read; a refused charge spends nothing. Every argument, including checks against the
+    data (a width below the data's width, entries outside ``entry_bound``), is checked before
+    that.
 
     The objective search (docs/lp.md) halves ``objective_range`` ``probes`` times. Probe
     ``j`` solves for ``c @ x <= mid`` and releases a noisy statistic: the largest violation
@@ -97,7 +98,7 @@ def private_linprog(c: object, A_ub: object = None, b_ub: object = None, *, A_lb
     >>> res.x.shape, round(float(res.x.sum()), 9), res.privacy
     ((2,), 1.0, ApproxDP(epsilon=1, delta=1e-06))
     """
-    neighbors = renamed_keyword("privacy", "neighbors", privacy, neighbors,  # type: ignore[assignment]
+    neighbors = renamed_keyword("privacy", "neighbors", privacy, neighbors,
                                 where="private_linprog", default="scalar")
     model = check_choice(neighbors, "neighbors", ("scalar", "constraint"))
     budget = _args.budget(epsilon, delta, composition, test_fraction)
@@ -111,8 +112,8 @@ def private_linprog(c: object, A_ub: object = None, b_ub: object = None, *, A_lb
         return scalar_linprog(data, budget, sensitivity=sensitivity, **common)
     _args.refuse(model, sensitivity=sensitivity)
     if A_lb is not None or b_lb is not None:
-        raise ValueError("A_lb and b_lb do not apply to neighbors='constraint', which takes packing "
-                         "constraints A_ub @ x <= b_ub only")
+        raise ValueError("A_lb and b_lb do not apply to neighbors='constraint', which takes "
+                         "packing constraints A_ub @ x <= b_ub only")
     data = check_lp(c, A_ub, b_ub)
     return dense_linprog(data, budget, density=density, entry_bound=entry_bound,
                          max_constraints=max_constraints, **common)
