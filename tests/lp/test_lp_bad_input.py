@@ -18,7 +18,7 @@ P_LO = 2 * float(PC @ PX) - 1.0
 P_WIDTH = 1.01 * float(np.abs(-P_LO * PA / -PC - PB[:, None]).max())
 
 SCALAR = dict(epsilon=1.0, delta=1e-6, sensitivity=0.01, width=2.0, rounds=20)
-DENSE = dict(privacy="constraint", epsilon=1.0, delta=1e-6, density=4, entry_bound=1.0,
+DENSE = dict(neighbors="constraint", epsilon=1.0, delta=1e-6, density=4, entry_bound=1.0,
              max_constraints=40, width=P_WIDTH, objective_range=(P_LO, 0.0), rounds=20)
 
 
@@ -80,7 +80,7 @@ SCALAR_CASES = {
     "selection unknown": (dict(selection="fast"), "selection"),
     "index without lazy": (dict(index="flat"), "index"),
     "bitpacked index": (dict(selection="lazy", index="bitpacked"), "bitpacked"),
-    "privacy unknown": (dict(privacy="both"), "privacy"),
+    "neighbors unknown": (dict(neighbors="both"), "neighbors"),
     "density for scalar": (dict(density=3), "density"),
     "empty objective range": (dict(objective_range=(1.0, 0.5)), "objective_range"),
     "objective range not a pair": (dict(objective_range=(1.0,)), "objective_range", TypeError),
@@ -176,7 +176,7 @@ def test_feasibility_solvers_refuse_bad_input():
     def scalar(acc, generator):
         scalar_feasibility(A, B, accountant=acc, rng=generator, **_with(SCALAR, width=0.1))
     _assert_refused(scalar, "width")
-    kw = {k: v for k, v in DENSE.items() if k not in ("privacy", "objective_range")}
+    kw = {k: v for k, v in DENSE.items() if k not in ("neighbors", "objective_range")}
 
     def target_not_negative(acc, generator):
         dense_feasibility(PC, PA, PB, target=0.0, accountant=acc, rng=generator, **kw)

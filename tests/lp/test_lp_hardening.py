@@ -165,7 +165,7 @@ def test_shape_refusals_do_not_quote_the_row_count():
 
 
 def _dense(c, A, b, **kw):
-    args = dict(privacy="constraint", epsilon=1.0, delta=1e-6, density=4, entry_bound=1.0,
+    args = dict(neighbors="constraint", epsilon=1.0, delta=1e-6, density=4, entry_bound=1.0,
                 max_constraints=2 * A.shape[0], width=50.0, objective_range=(-2.0, 0.0),
                 rounds=20)
     args.update(kw)
@@ -234,7 +234,7 @@ def test_scalar_result_releases_no_timing(selection, index):
 def test_constraint_result_releases_no_timing(selection):
     c, A, b, _ = packing_lp(np.random.default_rng(3), 50, 4)
     _assert_no_timing(private_linprog(
-        c, A, b, privacy="constraint", epsilon=1.0, delta=1e-6, density=4, entry_bound=1.0,
+        c, A, b, neighbors="constraint", epsilon=1.0, delta=1e-6, density=4, entry_bound=1.0,
         max_constraints=50, width=60.0, objective_range=(-2.0, 0.0), rounds=20, probes=2,
         selection=selection, rng=np.random.default_rng(4)))
 
@@ -262,7 +262,7 @@ def test_large_epsilon_runs(composition, epsilon):
         assert res.nit == (probes + 1) * rounds and len(acc.ledger) > 0
     pc, pa, pb, _ = packing_lp(np.random.default_rng(3), 50, 4)
     acc = Accountant(epsilon=eps, delta=delta)
-    res = private_linprog(pc, pa, pb, privacy="constraint", epsilon=eps, delta=delta, density=4,
+    res = private_linprog(pc, pa, pb, neighbors="constraint", epsilon=eps, delta=delta, density=4,
                           entry_bound=1.0, max_constraints=50, width=60.0,
                           objective_range=(-2.0, 0.0), rounds=20, probes=2,
                           composition=composition, accountant=acc, rng=np.random.default_rng(6))

@@ -37,7 +37,7 @@ def _scalar_kw(**extra):
 
 def _dense_kw(A, b, c, lo, **extra):
     width = 1.01 * float(np.abs(-lo * A / -c - b[:, None]).max())
-    kw = dict(privacy="constraint", epsilon=20.0, delta=1e-6, density=10, entry_bound=1.0,
+    kw = dict(neighbors="constraint", epsilon=20.0, delta=1e-6, density=10, entry_bound=1.0,
               max_constraints=A.shape[0], width=width, objective_range=(lo, 0.0), rounds=200,
               tolerance=0.02)
     kw.update(extra)
@@ -60,7 +60,7 @@ def test_scalar_result_record(simplex, selection):
     assert res.max_violation == pytest.approx(max(0.0, v.max()))
     assert res.nit == len(res.trace) == 9 * 200 and len(res.probes) == 8
     assert [r.probe for r in res.trace[::200]] == list(range(9))
-    assert res.setup["privacy"] == "scalar" and res.setup["selection"] == selection
+    assert res.setup["neighbors"] == "scalar" and res.setup["selection"] == selection
     # one advanced-composition event for the rounds and one per test
     assert len(res.ledger) == 9 and isinstance(res.privacy, ApproxDP)
     assert float(res.privacy.epsilon) <= 5.0 and float(res.privacy.delta) <= 1e-6
@@ -86,7 +86,7 @@ def test_constraint_result_and_highs_reference(packing):
     lo = 2 * ref.fun
     res = private_linprog(c, A, b, rng=np.random.default_rng(4), composition="zcdp",
                           **_dense_kw(A, b, c, lo))
-    assert res.x.min() >= 0 and res.setup["privacy"] == "constraint"
+    assert res.x.min() >= 0 and res.setup["neighbors"] == "constraint"
     assert res.status == 0 and res.objective == pytest.approx(res.target)
     # a good share of the optimum, with only a few rows violated beyond the tolerance
     assert ref.fun * 0.5 > res.objective > ref.fun * 1.2

@@ -111,10 +111,10 @@ def test_epochs_are_charged_when_opened_and_add_up_to_epsilon():
 def test_a_refused_epoch_charge_spends_nothing_and_changes_nothing():
     s = _session(rng=np.random.default_rng(2))
     tight = Accountant(epsilon=0.5)
-    before = s.record().to_json()
+    before = s.record().to_dict()
     with pytest.raises(BudgetExceededError):
         s.answer(FIRST, accountant=tight)
-    assert tight.spent() == PureDP(0) and s.record().to_json() == before
+    assert tight.spent() == PureDP(0) and s.record().to_dict() == before
     s.answer(FIRST)  # the session's own accountant can pay
     assert s.record().epochs_paid == 1
 
@@ -171,12 +171,12 @@ def test_record_round_trips_through_json_and_resumes_exactly():
     for q in STREAM[:15]:
         s.answer(q)
     assert 0 < s.updates < 30 and s.record().noisy_threshold is not None
-    record = PMWRecord.from_json(json.loads(json.dumps(s.record().to_json())))
+    record = PMWRecord.from_dict(json.loads(json.dumps(s.record().to_dict())))
     g_copy = copy.deepcopy(g)
     resumed = PMWSession.resume(DATA, record, rng=g_copy)
     np.testing.assert_array_equal(resumed.distribution, s.distribution)
     assert resumed.accountant.spent() == s.accountant.spent()
-    assert resumed.record().to_json() == s.record().to_json()
+    assert resumed.record().to_dict() == s.record().to_dict()
     rest = [(a.value, a.source) for a in (s.answer(q) for q in STREAM[15:20])]
     again = [(a.value, a.source) for a in (resumed.answer(q) for q in STREAM[15:20])]
     assert rest == again
@@ -222,11 +222,11 @@ def test_bad_configuration_is_refused_before_any_charge():
 def test_a_query_scaled_below_the_floats_is_refused_before_any_charge(tiny):
     # Once measured, 1e-310 turned the distribution into NaN; 5e-324 divided by zero.
     s = _session(alpha=0.001, max_updates=2, rng=np.random.default_rng(10))
-    before = s.record().to_json()
+    before = s.record().to_dict()
     for query in ({"vector": [tiny, 0, 0, 0]}, np.array([0.0, -tiny, 0, 0])):
         with pytest.raises(ValueError, match=r"largest absolute weight must lie within"):
             s.answer(query)
-    assert s.accountant.spent() == PureDP(0) and s.record().to_json() == before
+    assert s.accountant.spent() == PureDP(0) and s.record().to_dict() == before
     ans = s.answer({"vector": [2.0**-1000, 0, 0, 0]})  # the smallest scale allowed works
     assert ans.source == "measured" and np.all(np.isfinite(s.distribution))
     s.answer(FIRST)

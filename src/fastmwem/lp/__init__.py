@@ -1,7 +1,7 @@
 """Private linear programs by multiplicative weights, classic and fast (Fast-MWEM s.4).
 
 * :func:`private_linprog`: ``scipy.optimize.linprog``-style front end (scalar or constraint
-  privacy, classic or lazy selection, private binary search over the objective).
+  neighbours, classic or lazy selection, private binary search over the objective).
 * :func:`scalar_feasibility` (Algorithms S1/S2) and :func:`dense_feasibility` (C1/C2).
 * :func:`dense_projection`: the exact KL projection onto s-dense distributions.
 * :class:`WarmStartIndex`: an exact top-k oracle for the slowly moving MWU queries.

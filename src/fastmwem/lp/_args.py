@@ -64,7 +64,7 @@ def rounds(value: object) -> object:
 def refuse(model: str, **given: object) -> None:
     for name, value in given.items():
         if value is not None:
-            raise ValueError(f"{name} does not apply to privacy={model!r}")
+            raise ValueError(f"{name} does not apply to neighbors={model!r}")
 
 
 def flag(value: object, name: str) -> bool:

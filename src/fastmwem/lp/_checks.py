@@ -158,7 +158,7 @@ def check_rounds(rounds: object, n_experts: float, what: str) -> int:
 def check_density(density: object, m: int) -> float:
     """The density ``s`` of the dense distributions: a number in [1, m].
 
-    ``m`` (the number of constraints) is private under constraint privacy: the message names the
+    ``m`` (the number of constraints) is private under constraint neighbours: the message names the
     rule, not ``m``.
     """
     s = check_positive(density, "density")

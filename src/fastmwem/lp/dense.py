@@ -119,7 +119,7 @@ def run_dense(lp: DenseLP, select, *, target: float, density: float, eta: float,
 
 @dataclass(frozen=True)
 class DenseTest:
-    """The private acceptance test of a target under constraint privacy.
+    """The private acceptance test of a target under constraint neighbours.
 
     The statistic, the number of constraints with ``A_i xbar > b_i + tolerance``, changes by at
     most one when a row is added or removed; it is released with two-sided geometric noise at

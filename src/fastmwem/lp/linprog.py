@@ -1,21 +1,27 @@
 """Private linear programs in the style of ``scipy.optimize.linprog``: minimise ``c @ x`` subject
-to ``A_ub @ x <= b_ub`` (and ``A_lb @ x >= b_lb``), under one of two privacy models.
+to ``A_ub @ x <= b_ub`` (and ``A_lb @ x >= b_lb``), under one of two neighbouring relations
+(``neighbors=``).
 
-* ``privacy="scalar"`` (Fast-MWEM, arXiv:2602.03732, s.4.1): ``A`` and ``c`` are public, ``b``
+* ``neighbors="scalar"`` (Fast-MWEM, arXiv:2602.03732, s.4.1): ``A`` and ``c`` are public, ``b``
   is private, and neighbouring datasets have ``|b - b'|_inf <= sensitivity``. ``x`` ranges over
   the probability simplex (scale the variables to fit). Feasibility by S1/S2, the objective by a
   private binary search over the target ``c @ x <= w``.
-* ``privacy="constraint"`` (Fast-MWEM s.4.2): neighbouring datasets differ by one constraint
+* ``neighbors="constraint"`` (Fast-MWEM s.4.2): neighbouring datasets differ by one constraint
   row. The LP must be a packing LP (``c < 0``, ``0 <= A_ub <= entry_bound``, ``b_ub >= 0``,
   ``x >= 0``); the answer may violate up to ``density`` constraints by more than ``alpha``.
   Dense MWU (C1/C2) for each target, and the same binary search with a noisy count as its test.
 
 ``selection="exponential"`` scores every candidate each round; ``selection="lazy"`` samples the
 same law from an exact top-k oracle (``index``).
+
+The guarantee is always ``(epsilon, delta)``-DP (``epsilon``-DP with ``delta = 0``);
+``composition=`` is the rule that composes the rounds into it (``"advanced"``, ``"zcdp"`` or
+``"basic"``), not a choice of privacy definition.
 """
 
 from __future__ import annotations
 
+from fastmwem._deprecation import renamed_keyword
 from fastmwem.lp import _args
 from fastmwem.lp._checks import check_choice, check_lp
 from fastmwem.lp.result import LPResult
@@ -26,7 +32,7 @@ __all__ = ["private_linprog", "scalar_feasibility", "dense_feasibility"]
 
 
 def private_linprog(c: object, A_ub: object = None, b_ub: object = None, *, A_lb: object = None,
-                    b_lb: object = None, epsilon: float, delta: float, privacy: str = "scalar",
+                    b_lb: object = None, epsilon: float, delta: float, neighbors: str = "scalar",
                     selection: str = "exponential", index: str | None = None,
                     rounds: int | None = None, width: float | None = None, rng: object = None,
                     accountant: object = None, sensitivity: float | None = None,
@@ -35,20 +41,21 @@ def private_linprog(c: object, A_ub: object = None, b_ub: object = None, *, A_lb
                     objective_range: tuple[float, float] | None = None, probes: int = 8,
                     tolerance: float | None = None, beta: float = 0.05,
                     composition: str = "advanced", test_fraction: float = 0.1,
-                    track: bool = False) -> LPResult:
+                    track: bool = False, privacy: str | None = None) -> LPResult:
     """Minimise ``c @ x`` subject to ``A_ub @ x <= b_ub`` (and ``A_lb @ x >= b_lb``) privately.
 
     Privacy: ``(epsilon, delta)``-DP (``epsilon``-DP with ``delta = 0`` and
-    ``composition="basic"``) under the chosen model (module docstring). The whole plan
-    (``(probes + 1) T`` rounds and ``probes`` tests for ``"scalar"``, ``probes T`` rounds and
-    ``probes`` tests for ``"constraint"``) is charged to ``accountant`` before the data is read; a
-    refused charge spends nothing. Every argument, including checks against the data (a width
-    below the data's width, entries outside ``entry_bound``), is checked before that.
+    ``composition="basic"``) under the chosen neighbouring relation (module docstring). The
+    whole plan (``(probes + 1) T`` rounds and ``probes`` tests for ``"scalar"``, ``probes T``
+    rounds and ``probes`` tests for ``"constraint"``) is charged to ``accountant`` before the
+    data is read; a refused charge spends nothing. Every argument, including checks against the
+    data (a width below the data's width, entries outside ``entry_bound``), is checked before
+    that.
 
     The objective search (docs/lp.md) halves ``objective_range`` ``probes`` times. Probe
     ``j`` solves for ``c @ x <= mid`` and releases a noisy statistic: the largest violation
-    (Laplace, sensitivity ``sensitivity``) under scalar privacy, the number of rows violated by
-    more than ``tolerance`` (geometric, sensitivity 1) under constraint privacy. A target is
+    (Laplace, sensitivity ``sensitivity``) under scalar neighbours, the number of rows violated
+    by more than ``tolerance`` (geometric, sensitivity 1) under constraint neighbours. A target is
     accepted when the statistic is at most ``tolerance`` (resp. ``density``) plus the noise's
     ``ln(probes / beta)`` tail. ``tolerance=None`` uses the theoretical ``alpha``
     (:func:`~fastmwem.lp.theory.scalar_alpha`, :func:`~fastmwem.lp.theory.dense_alpha`), which
@@ -59,7 +66,8 @@ def private_linprog(c: object, A_ub: object = None, b_ub: object = None, *, A_lb
         A_ub, b_ub: ``A_ub @ x <= b_ub``.
         A_lb, b_lb: ``A_lb @ x >= b_lb`` (stacked as ``-A_lb @ x <= -b_lb``).
         epsilon, delta: privacy budget of the whole solve.
-        privacy: ``"scalar"`` (private ``b``, ``x`` in the simplex) or ``"constraint"``.
+        neighbors: the neighbouring relation: ``"scalar"`` (private ``b``, ``x`` in the
+            simplex) or ``"constraint"`` (one constraint row added or removed).
         selection: ``"exponential"`` (classic) or ``"lazy"`` (fast, same law).
         index: exact oracle of the lazy selection (``"warm"``, ``"flat"``, ``"faiss:Flat"``).
         rounds: T per probe (default 200).
@@ -74,9 +82,11 @@ def private_linprog(c: object, A_ub: object = None, b_ub: object = None, *, A_lb
             default ``(min c, max c)``; ``"constraint"``: required, ``hi <= 0``).
         probes: binary-search steps (``"scalar"``: 0 solves feasibility only).
         tolerance, beta: the tests' level (see above) and failure probability.
-        composition: ``"advanced"``, ``"zcdp"`` or ``"basic"``.
+        composition: the composition rule of the rounds and tests: ``"advanced"``, ``"zcdp"``
+            (composed in zCDP, converted to ``(epsilon, delta)``) or ``"basic"``.
         test_fraction: share of the budget spent on the tests.
         track: per-round diagnostics on the private data (not private; slow).
+        privacy: deprecated alias of ``neighbors`` (warns; removed in the next release).
 
     Returns:
         An :class:`~fastmwem.lp.result.LPResult`.
@@ -88,7 +98,9 @@ def private_linprog(c: object, A_ub: object = None, b_ub: object = None, *, A_lb
     >>> res.x.shape, round(float(res.x.sum()), 9), res.privacy
     ((2,), 1.0, ApproxDP(epsilon=1, delta=1e-06))
     """
-    model = check_choice(privacy, "privacy", ("scalar", "constraint"))
+    neighbors = renamed_keyword("privacy", "neighbors", privacy, neighbors,
+                                where="private_linprog", default="scalar")
+    model = check_choice(neighbors, "neighbors", ("scalar", "constraint"))
     budget = _args.budget(epsilon, delta, composition, test_fraction)
     common = dict(width=width, rounds=rounds, selection=selection, index=index, probes=probes,
                   objective_range=objective_range, tolerance=tolerance, beta=beta, track=track,
@@ -100,8 +112,8 @@ def private_linprog(c: object, A_ub: object = None, b_ub: object = None, *, A_lb
         return scalar_linprog(data, budget, sensitivity=sensitivity, **common)
     _args.refuse(model, sensitivity=sensitivity)
     if A_lb is not None or b_lb is not None:
-        raise ValueError("A_lb and b_lb do not apply to privacy='constraint', which takes packing "
-                         "constraints A_ub @ x <= b_ub only")
+        raise ValueError("A_lb and b_lb do not apply to neighbors='constraint', which takes "
+                         "packing constraints A_ub @ x <= b_ub only")
     data = check_lp(c, A_ub, b_ub)
     return dense_linprog(data, budget, density=density, entry_bound=entry_bound,
                          max_constraints=max_constraints, **common)

@@ -58,7 +58,7 @@ class LPResult:
             target was accepted).
         privacy: what this solve spent, in the accountant's currency.
         ledger: the accountant entries this solve charged.
-        setup: the public parameters of the solve (privacy model, epsilon0, width, ...).
+        setup: the public parameters of the solve (neighbouring relation, epsilon0, width, ...).
         status: 0 when ``x`` answers the requested problem; 2 when the objective search accepted
             no target and ``x`` is the fallback (see ``message``).
         message: what happened, in words.

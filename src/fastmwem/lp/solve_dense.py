@@ -48,7 +48,7 @@ class _DenseSetup:
         return z * self.entry_bound / (float(self.lp.c_pos.min()) * self.density)
 
     def describe(self) -> dict[str, object]:
-        return {"privacy": "constraint", "selection": self.selection, "index": self.index,
+        return {"neighbors": "constraint", "selection": self.selection, "index": self.index,
                 "rounds": self.rounds, "width": self.width, "density": self.density,
                 "entry_bound": self.entry_bound, "max_constraints": self.max_constraints,
                 "learning_rate": self.eta}
@@ -59,12 +59,12 @@ def _dense_setup(data: LPData, *, density, entry_bound, max_constraints, width, 
     c, A, b = data.c, data.A, data.b
     if np.any(c >= 0):
         j = int(np.argmax(c >= 0))
-        raise ValueError(f"privacy='constraint' solves packing LPs (maximise -c @ x): c must be "
+        raise ValueError(f"neighbors='constraint' solves packing LPs (maximise -c @ x): c must be "
                          f"< 0, got c[{j}] = {c[j]}")
     for name, value in (("density", density), ("entry_bound", entry_bound),
                         ("max_constraints", max_constraints)):
         if value is None:
-            raise ValueError(f"{name} is required for privacy='constraint' (a public parameter)")
+            raise ValueError(f"{name} is required for neighbors='constraint' (a public parameter)")
     bound = check_positive(entry_bound, "entry_bound")
     big_m = check_int(max_constraints, "max_constraints", minimum=1)
     s = check_density(density, data.m)

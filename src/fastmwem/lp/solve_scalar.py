@@ -35,7 +35,7 @@ class _ScalarSetup:
     index: str | None
 
     def describe(self) -> dict[str, object]:
-        return {"privacy": "scalar", "selection": self.selection, "index": self.index,
+        return {"neighbors": "scalar", "selection": self.selection, "index": self.index,
                 "rounds": self.rounds, "width": self.width, "sensitivity": self.sensitivity,
                 "learning_rate": math.sqrt(math.log(self.data.d) / self.rounds)}
 
@@ -44,7 +44,7 @@ def _scalar_setup(data: LPData, *, sensitivity: object, width: object, rounds: o
                   selection: object, index: object, extra_width: float = 0.0,
                   objective: bool = False) -> _ScalarSetup:
     if sensitivity is None:
-        raise ValueError("sensitivity is required for privacy='scalar': the public bound on "
+        raise ValueError("sensitivity is required for neighbors='scalar': the public bound on "
                          "|b - b'|_inf between neighbouring datasets")
     sens = check_positive(sensitivity, "sensitivity")
     t = check_rounds(_args.rounds(rounds), data.d, "d")

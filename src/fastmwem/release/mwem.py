@@ -16,6 +16,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from fastmwem._deprecation import renamed_field
 from fastmwem._validation import (
     check_int,
     check_noise_scale,
@@ -44,6 +45,7 @@ from fastmwem.release._privacy import (
     measurement_grid,
 )
 from fastmwem.release._private import PrivateView
+from fastmwem.release._protocol import as_linear_workload
 from fastmwem.release._rounds import (
     Measurement,
     Run,
@@ -67,7 +69,7 @@ from fastmwem.release.resources import _FACTORED_FINAL_PASSES
 from fastmwem.release.result import MWEMResult, RoundRecord
 from fastmwem.release.selection import resolve_selection
 from fastmwem.release.state import MAX_RECORDS
-from fastmwem.workloads.base import LinearWorkload
+from fastmwem.workloads.base import LinearWorkload, Workload
 
 __all__ = ["mwem", "MWEMConfig", "mwem_privacy_plan", "choose_model", "plan_setup", "run_plan",
            "MAX_REUSE_PASSES",
@@ -99,6 +101,7 @@ MODELS = ("auto", "dense", "junction-tree", "product")
 PROGRESS_SECONDS = 30.0
 
 
+@renamed_field("top_k", "k")
 @dataclass(frozen=True)
 class MWEMConfig:
     """Every public parameter of an MWEM run, validated; its privacy plan follows from it alone.
@@ -151,7 +154,8 @@ class MWEMConfig:
         index: the top-k oracle of ``selection="lazy"``: ``None`` (the workload's own exact
             oracle, else ``"bitpacked"`` for 0/1 queries, else ``"flat"``), an index name for
             :func:`fastmwem.indices.make_index`, or a built oracle.
-        top_k: the size of the lazy mechanism's exact top-k set (default ``ceil(sqrt(m))``).
+        k: the size of the lazy mechanism's exact top-k set (default ``ceil(sqrt(m))``;
+            ``top_k`` is its deprecated alias).
         allow_uncertified: let ``selection="lazy"`` run over an approximate index without a
             certified gap (``"faiss:HNSW32"``, ``"faiss:IVF..."``, ``"hnswlib"``). Such a run has
             NO privacy guarantee: its selection rounds are recorded as
@@ -213,7 +217,7 @@ class MWEMConfig:
     cell_penalty: float | None = None
     selection: object = "exponential"
     index: object = None
-    top_k: int | None = None
+    k: int | None = None
     allow_uncertified: bool = False
     total: int | None = None
     count_fraction: float = 0.01
@@ -258,7 +262,7 @@ class MWEMConfig:
         # The resolved selection object is public configuration, derived once. The opt-in is
         # passed only when given, so that the scan selections refuse it by name.
         object.__setattr__(self, "round_selection", resolve_selection(
-            self.selection, index=self.index, k=self.top_k,
+            self.selection, index=self.index, k=self.k,
             allow_uncertified=self.allow_uncertified or None))
         check_probability(self.init_fraction, "init_fraction")
         check_probability(self.init_uniform_mix, "init_uniform_mix")
@@ -419,7 +423,7 @@ def _choice(value: object, name: str, options: tuple[str, ...]) -> None:
 
 def mwem(
     dataset: object,
-    workload: LinearWorkload,
+    workload: Workload | LinearWorkload,
     *,
     epsilon: float | None = None,
     rounds: int | None = 20,
@@ -470,7 +474,11 @@ def mwem(
         dataset: a :class:`fastmwem.data.Dataset`, or anything with ``domain`` and
             ``histogram()`` (dense runs) or ``marginal(names)`` / ``marginals(list of names)``
             (factored runs).
-        workload: linear queries over the same domain.
+        workload: linear queries over the same domain: a
+            :class:`~fastmwem.workloads.LinearWorkload`, or any object satisfying the
+            :class:`~fastmwem.workloads.Workload` protocol (run on a dense model; the result's
+            ``workload`` is then a :class:`~fastmwem.release._protocol.ProtocolWorkload` view
+            whose ``wrapped`` is the object).
         epsilon: total privacy budget (with ``privacy="zcdp"``: with ``delta=``, or give
             ``rho=`` instead).
         rounds: number of rounds T, or ``None`` for adaptive rounds and budget.
@@ -494,6 +502,7 @@ def mwem(
         ResourceLimitError: (a ``ValueError``) the run would need more memory than allowed.
     """
     config = MWEMConfig(epsilon=epsilon, rounds=rounds, **options)  # type: ignore[arg-type]
+    workload = as_linear_workload(workload)
     check_release_inputs(dataset, workload)
     planned = plan_mwem(config, workload, memory_limit)
     check_run_inputs(planned, dataset, schema)

@@ -13,7 +13,9 @@ noisy threshold starts.
 from __future__ import annotations
 
 import copy
+import json
 import math
+import os
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -21,6 +23,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from fastmwem._deprecation import warn_renamed
 from fastmwem._validation import check_epsilon, check_int, check_probability
 from fastmwem.accounting import (
     Accountant,
@@ -32,6 +35,7 @@ from fastmwem.accounting import (
     entry_to_record,
     exact,
 )
+from fastmwem.data._files import load_json
 from fastmwem.data.domain import Domain, check_dense
 from fastmwem.mechanisms.laplace import Geometric
 from fastmwem.mechanisms.seeding import check_rng
@@ -166,9 +170,12 @@ class Answer:
 class PMWRecord:
     """Everything a session needs to resume exactly: its configuration, the noisy record count,
     the measurements (queries as JSON forms and released values), the sparse-vector state and
-    the ledger. ``to_json``/``from_json`` give a JSON-ready dictionary and back.
+    the ledger. ``to_dict``/``from_dict`` give a JSON-ready dictionary and back,
+    ``to_json``/``from_json`` a JSON file (as for :class:`~fastmwem.data.Domain` and
+    :class:`~fastmwem.data.Schema`).
 
-    ``noisy_threshold`` is secret: it is kept with the data and never released.
+    ``noisy_threshold`` is secret: it is kept with the data and never released (so is a file
+    written by ``to_json``).
     """
 
     config: PMWConfig
@@ -179,15 +186,52 @@ class PMWRecord:
     measurements: list[tuple[dict, float]] = field(default_factory=list)
     ledger: list[LedgerEntry] = field(default_factory=list)
 
-    def to_json(self) -> dict[str, object]:
+    def to_dict(self) -> dict[str, object]:
+        """The record as a JSON-ready dictionary (format ``"fastmwem-pmw-1"``)."""
         return {"format": "fastmwem-pmw-1", "config": self.config.to_dict(), "total": self.total,
                 "count_paid": self.count_paid, "epochs_paid": self.epochs_paid,
                 "noisy_threshold": self.noisy_threshold,
                 "measurements": [{"query": q, "value": v} for q, v in self.measurements],
                 "ledger": [entry_to_record(e) for e in self.ledger]}
 
+    def to_json(self, path: str | os.PathLike[str] | None = None) -> dict[str, object] | None:
+        """Write :meth:`to_dict` to the JSON file ``path``.
+
+        The file is replaced atomically: it holds the session's ledger, and a write cut short
+        must not leave a record that forgets what was spent. ``to_json()`` without a path is
+        the deprecated form of :meth:`to_dict` (it warns and returns the dictionary).
+        """
+        if path is None:
+            warn_renamed("to_json() without a path", "to_dict()", where="PMWRecord")
+            return self.to_dict()
+        target = os.fspath(path)
+        temporary = f"{target}.{os.getpid()}.tmp"
+        try:
+            with open(temporary, "w", encoding="utf-8") as fh:
+                json.dump(self.to_dict(), fh, indent=1, allow_nan=False)
+                fh.write("\n")
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(temporary, target)
+        finally:
+            if os.path.exists(temporary):
+                os.remove(temporary)
+        return None
+
     @classmethod
-    def from_json(cls, data: object) -> PMWRecord:
+    def from_json(cls, path: str | os.PathLike[str]) -> PMWRecord:
+        """Read a record written by :meth:`to_json`.
+
+        A dictionary instead of a path is the deprecated form of :meth:`from_dict` (it warns).
+        """
+        if isinstance(path, dict):
+            warn_renamed("from_json(dict)", "from_dict(dict)", where="PMWRecord")
+            return cls.from_dict(path)
+        return cls.from_dict(load_json(path, "PMW session record"))
+
+    @classmethod
+    def from_dict(cls, data: object) -> PMWRecord:
+        """The record of a :meth:`to_dict` dictionary (checked field by field)."""
         if not isinstance(data, dict) or data.get("format") != "fastmwem-pmw-1":
             raise ValueError("not a PMW session record (format 'fastmwem-pmw-1')")
         try:

@@ -43,6 +43,7 @@ from fastmwem.mechanisms.lazy import Uncertified
 from fastmwem.mechanisms.seeding import check_rng
 from fastmwem.random import make_rng
 from fastmwem.release._model import check_release_inputs
+from fastmwem.release._protocol import as_linear_workload
 from fastmwem.release.result import MWEMResult, RoundRecord
 
 __all__ = ["OfflinePMWConfig", "pmw_offline", "pmw_offline_privacy_plan", "MAX_LEARNING_RATE"]
@@ -184,7 +185,9 @@ def pmw_offline(dataset: object, workload: object, *, epsilon: float, delta: flo
 
     Args:
         dataset: a :class:`~fastmwem.data.Dataset`.
-        workload: the queries (``query_sensitivity`` bounds ``|q(x)|``).
+        workload: the queries (``query_sensitivity`` bounds ``|q(x)|``): a
+            :class:`~fastmwem.workloads.LinearWorkload` or any object satisfying the
+            :class:`~fastmwem.workloads.Workload` protocol.
         epsilon, delta: total budget.
         rounds: T.
         rng: seed (tests only) or Generator.
@@ -197,6 +200,7 @@ def pmw_offline(dataset: object, workload: object, *, epsilon: float, delta: flo
         ``selected`` ids run over ``2m`` candidates (``j >= m`` is the negated query ``j - m``).
     """
     config = OfflinePMWConfig(epsilon=epsilon, delta=delta, rounds=rounds, **options)  # type: ignore[arg-type]
+    workload = as_linear_workload(workload)
     domain = check_release_inputs(dataset, workload)
     check_dense(domain.size, "the domain", "pmw_offline keeps a dense histogram")
     chooser = _make_chooser(config, workload)

@@ -396,7 +396,7 @@ def _scan(mechanism: str) -> Callable[..., RoundSelection]:
     def make(**options: object) -> RoundSelection:
         if options:
             raise ValueError(f"selection {mechanism!r} takes no options, got {sorted(options)} "
-                             "(index=, top_k= and allow_uncertified= are for selection='lazy')")
+                             "(index=, k= and allow_uncertified= are for selection='lazy')")
         return ScanSelection(mechanism)
 
     return make
