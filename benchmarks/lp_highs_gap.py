@@ -64,7 +64,7 @@ def solve(lp, model: str, epsilon: float, seed: int, opt: float, sensitivity: fl
             lo = 2 * opt
             # a public bound, a little above what this instance shows
             width = 1.01 * float(np.abs(-lo * A / -lp["c_pack"] - b[:, None]).max())
-            res = private_linprog(lp["c_pack"], A, b, privacy="constraint",
+            res = private_linprog(lp["c_pack"], A, b, neighbors="constraint",
                                   density=A.shape[0] / 100, entry_bound=1.0,
                                   max_constraints=A.shape[0], width=width,
                                   objective_range=(lo, 0.0), **common)

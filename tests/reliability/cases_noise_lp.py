@@ -105,7 +105,7 @@ def _lp() -> None:
                    markers: tuple[str, ...] = (), **kw: object) -> Callable[[Ctx], object]:
         def run(ctx: Ctx) -> object:
             ctx.markers.extend(markers)
-            args = dict(privacy="constraint", epsilon=1.0, delta=1e-6, density=4,
+            args = dict(neighbors="constraint", epsilon=1.0, delta=1e-6, density=4,
                         entry_bound=1.0, max_constraints=2 * A.shape[0], width=50.0,
                         objective_range=(-2.0, 0.0), rounds=20)
             args.update(kw)
