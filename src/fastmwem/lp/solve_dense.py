@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -24,6 +25,10 @@ from fastmwem.lp.dense import DenseLP, DenseTest, run_dense, vertex_selector
 from fastmwem.lp.oracles import check_index_spec, dense_oracle
 from fastmwem.lp.result import LPResult
 from fastmwem.lp.theory import dense_alpha
+
+if TYPE_CHECKING:
+    from fastmwem.accounting import Accountant
+    from fastmwem.random import RNGLike
 
 __all__ = ["dense_feasibility", "dense_linprog"]
 
@@ -102,7 +107,7 @@ def dense_feasibility(c: object, A_ub: object, b_ub: object, *, target: float, e
                       delta: float, density: float, entry_bound: float, max_constraints: int,
                       width: float, rounds: int | None = None, selection: str = "exponential",
                       index: str | None = None, composition: str = "advanced",
-                      rng: object = None, accountant: object = None,
+                      rng: RNGLike = None, accountant: Accountant | None = None,
                       track: bool = False) -> LPResult:
     """Constraint-private feasibility at one objective value (Algorithms C1/C2): ``x >= 0`` with
     ``c @ x = target`` and ``A x <= b + alpha`` on all but fewer than ``density`` rows.

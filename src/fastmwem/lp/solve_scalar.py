@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -21,6 +22,10 @@ from fastmwem.lp.scalar import (
     scalar_selector,
 )
 from fastmwem.lp.theory import scalar_alpha
+
+if TYPE_CHECKING:
+    from fastmwem.accounting import Accountant
+    from fastmwem.random import RNGLike
 
 __all__ = ["scalar_feasibility", "scalar_linprog"]
 
@@ -73,8 +78,8 @@ def _primal_probe(setup: _ScalarSetup, oracle: object, epsilon0: float, generato
 def scalar_feasibility(A_ub: object, b_ub: object, *, epsilon: float, delta: float,
                        sensitivity: float, width: float, rounds: int | None = None,
                        selection: str = "exponential", index: str | None = None,
-                       composition: str = "advanced", rng: object = None,
-                       accountant: object = None, track: bool = False, A_lb: object = None,
+                       composition: str = "advanced", rng: RNGLike = None,
+                       accountant: Accountant | None = None, track: bool = False, A_lb: object = None,
                        b_lb: object = None) -> LPResult:
     """Scalar-private feasibility (Algorithms S1/S2): ``x`` in the simplex with
     ``A x <= b + alpha``.

@@ -22,7 +22,7 @@ import numpy as np
 from fastmwem._validation import check_positive
 from fastmwem.accounting import ZCDP, Accountant, exact
 from fastmwem.mechanisms.base import charge
-from fastmwem.random import make_rng
+from fastmwem.random import RNGLike, make_rng
 
 __all__ = ["DiscreteGaussian", "sample_discrete_gaussian", "discrete_gaussian_pmf",
            "SIGMA2_DENOMINATOR", "MAX_SIGMA2"]
@@ -183,7 +183,7 @@ class DiscreteGaussian:
         sens = self._sensitivity  # type: ignore[attr-defined]
         return ZCDP(sens * sens / (2 * self.sigma2))  # type: ignore[attr-defined]
 
-    def release(self, value: object, *, rng: object = None,
+    def release(self, value: object, *, rng: RNGLike = None,
                 accountant: Accountant | None = None) -> int | np.ndarray:
         """Return ``value`` plus independent discrete Gaussian noise (int64 entries).
 

@@ -36,7 +36,7 @@ from fastmwem._validation import check_epsilon, check_int, check_positive, check
 from fastmwem.accounting import Accountant, BoundedRange, PureDP, exact
 from fastmwem.mechanisms.base import charge
 from fastmwem.mechanisms.exponential import _log_weights
-from fastmwem.random import make_rng
+from fastmwem.random import RNGLike, make_rng
 
 if TYPE_CHECKING:  # the oracle protocol lives in indices/, a peer layer: typing only
     from fastmwem.indices.base import TopKOracle
@@ -399,7 +399,7 @@ class LazyExponentialMechanism:
         return _merged_top(ids, scores, k, excluded, self.oracle)
 
     # -- sampling ----------------------------------------------------------------------------
-    def select(self, query_vector: object, *, rng: object = None, exclude: object = None,
+    def select(self, query_vector: object, *, rng: RNGLike = None, exclude: object = None,
                accountant: Accountant | None = None) -> int:
         """Return one candidate id drawn from the mechanism's law.
 
@@ -414,7 +414,7 @@ class LazyExponentialMechanism:
         return self.select_with_stats(query_vector, rng=rng, exclude=exclude,
                                       accountant=accountant).index
 
-    def select_with_stats(self, query_vector: object, *, rng: object = None,
+    def select_with_stats(self, query_vector: object, *, rng: RNGLike = None,
                           exclude: object = None,
                           accountant: Accountant | None = None) -> LazyStats:
         """As :meth:`select`, returning the selected id with the work it took."""

@@ -30,7 +30,7 @@ from fastmwem._validation import check_epsilon, check_int
 from fastmwem.accounting import Accountant, PureDP
 from fastmwem.mechanisms.base import charge
 from fastmwem.mechanisms.laplace import Geometric
-from fastmwem.random import make_rng
+from fastmwem.random import RNGLike, make_rng
 
 __all__ = ["SparseVector", "SparseVectorRun", "MAX_SV_VALUE", "above_threshold_law"]
 
@@ -87,7 +87,7 @@ class SparseVector:
         """Each query's noise: two-sided geometric of parameter ``epsilon / 4``."""
         return self._noises[1]  # type: ignore[attr-defined]
 
-    def start(self, threshold: int, *, rng: object = None,
+    def start(self, threshold: int, *, rng: RNGLike = None,
               accountant: Accountant | None = None) -> SparseVectorRun:
         """Charge ``privacy`` to ``accountant`` (if any), then draw the noisy threshold."""
         t = _integer(threshold, "threshold")
@@ -96,7 +96,7 @@ class SparseVector:
         noisy = int(self.threshold_noise.release(t, rng=generator))
         return SparseVectorRun(self, noisy, generator)
 
-    def resume(self, noisy_threshold: int, *, rng: object = None) -> SparseVectorRun:
+    def resume(self, noisy_threshold: int, *, rng: RNGLike = None) -> SparseVectorRun:
         """A run whose noisy threshold was drawn (and paid for) before, e.g. before a restart.
 
         The noisy threshold is secret state: keep it where the data is kept, never release it.

@@ -33,7 +33,7 @@ from fastmwem._validation import check_int, check_probability
 from fastmwem.accounting import Accountant, BudgetExceededError, exact
 from fastmwem.data.domain import Domain
 from fastmwem.mechanisms.seeding import check_rng
-from fastmwem.random import make_rng
+from fastmwem.random import RNGLike, make_rng
 from fastmwem.release._candidates import superset_workload
 from fastmwem.release._model import check_release_inputs
 from fastmwem.release._privacy import (
@@ -236,7 +236,7 @@ def mwem_auto(
     *,
     epsilon: float | None = None,
     rounds: int | str | None = None,
-    rng: object = None,
+    rng: RNGLike = None,
     accountant: Accountant | None = None,
     count_fraction: float = 0.01,
     before_rounds: Callable[[float], None] | None = None,

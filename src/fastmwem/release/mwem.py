@@ -33,7 +33,7 @@ from fastmwem.accounting import (
 )
 from fastmwem.data.domain import Domain
 from fastmwem.mechanisms.seeding import check_rng
-from fastmwem.random import make_rng
+from fastmwem.random import RNGLike, make_rng
 from fastmwem.release._adaptive import run_adaptive
 from fastmwem.release._candidates import CANDIDATE_SETS, workload_weights
 from fastmwem.release._model import (
@@ -481,7 +481,7 @@ def mwem(
     *,
     epsilon: float | None = None,
     rounds: int | None = 20,
-    rng: object = None,
+    rng: RNGLike = None,
     accountant: Accountant | None = None,
     schema: object = None,
     progress: bool | None = None,

@@ -36,7 +36,7 @@ from fastmwem.data.domain import Domain, check_dense
 from fastmwem.mechanisms.laplace import Geometric
 from fastmwem.mechanisms.seeding import check_rng
 from fastmwem.mechanisms.sparse_vector import MAX_SV_VALUE, SparseVector, SparseVectorRun
-from fastmwem.random import make_rng
+from fastmwem.random import RNGLike, make_rng
 from fastmwem.release.queries import query_spec, query_vector
 from fastmwem.release.state import MWState
 from fastmwem.workloads.base import MAX_QUERY_VALUE
@@ -321,7 +321,7 @@ class PMWSession:
     """
 
     def __init__(self, dataset: object, *, epsilon: float, alpha: float, max_updates: int,
-                 rng: object = None, accountant: Accountant | None = None,
+                 rng: RNGLike = None, accountant: Accountant | None = None,
                  **options: object) -> None:
         config = PMWConfig(epsilon=epsilon, alpha=alpha, max_updates=max_updates,
                            **options)  # type: ignore[arg-type]
@@ -329,7 +329,7 @@ class PMWSession:
         self._pay_count()
 
     @classmethod
-    def resume(cls, dataset: object, record: PMWRecord, *, rng: object = None,
+    def resume(cls, dataset: object, record: PMWRecord, *, rng: RNGLike = None,
                accountant: Accountant | None = None) -> PMWSession:
         """The session ``record`` describes, in the same state (same distribution, same
         sparse-vector run). Without ``accountant``, the record's ledger is charged again into a
@@ -347,7 +347,7 @@ class PMWSession:
         return session
 
     # -- set-up ----------------------------------------------------------------------------------
-    def _setup(self, dataset: object, record: PMWRecord, rng: object,
+    def _setup(self, dataset: object, record: PMWRecord, rng: RNGLike,
                accountant: Accountant | None) -> None:
         domain = getattr(dataset, "domain", None)
         if not isinstance(domain, Domain) or not callable(getattr(dataset, "histogram", None)):

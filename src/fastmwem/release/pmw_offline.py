@@ -40,7 +40,7 @@ from fastmwem.mechanisms.exponential import ExponentialMechanism
 from fastmwem.mechanisms.laplace import Laplace
 from fastmwem.mechanisms.lazy import Uncertified
 from fastmwem.mechanisms.seeding import check_rng
-from fastmwem.random import make_rng
+from fastmwem.random import RNGLike, make_rng
 from fastmwem.release._model import check_release_inputs
 from fastmwem.release.result import MWEMResult, RoundRecord
 
@@ -173,7 +173,7 @@ def _accountant_for(config: OfflinePMWConfig) -> Accountant:
 
 
 def pmw_offline(dataset: object, workload: object, *, epsilon: float, delta: float, rounds: int = 100,
-        rng: object = None, accountant: Accountant | None = None, schema: object = None,
+        rng: RNGLike = None, accountant: Accountant | None = None, schema: object = None,
         **options: object) -> MWEMResult:
     """Offline private multiplicative weights (Fast-MWEM Algorithm 2 with ``selection="lazy"``).
 
