@@ -141,8 +141,8 @@ def metropolis(mech: ExponentialDensity, *, size: int | None = None,
     b = doeblin_constant(mech, proposal) if beta is None else _check_beta(beta)
     if (steps is None) == (delta is None):
         raise ValueError("give exactly one of steps and delta")
-    m = metropolis_steps(b, delta, mech.epsilon) if steps is None else check_int(steps, "steps",
-                                                                                  minimum=1)
+    m = metropolis_steps(b, delta, mech.epsilon) if delta is not None else check_int(
+        steps, "steps", minimum=1)
     delta_m = metropolis_delta(b, m, mech.epsilon)
     if delta_m >= 1.0:
         raise ValueError(f"steps={m} is too short: the delta bound is >= 1 (beta={b})")
