@@ -27,7 +27,7 @@ def workload_oracle(workload: object, index: object, *, allow_uncertified: bool)
         ValueError: an approximate index without a certificate and without the opt-in, keys that
             do not match the workload, or a key matrix beyond the memory limit.
     """
-    from fastmwem.indices import TopKOracle, make_index
+    from fastmwem.indices import BitPackedIndex, TopKOracle, make_index
 
     if index is None:
         if _packed(workload) is not None:
@@ -37,7 +37,7 @@ def workload_oracle(workload: object, index: object, *, allow_uncertified: bool)
     if isinstance(index, str):
         built = make_index(index, dimension=workload.domain.size)  # type: ignore[attr-defined]
         packed = _packed(workload)
-        if index == "bitpacked" and packed is not None:
+        if isinstance(built, BitPackedIndex) and packed is not None:  # index == "bitpacked"
             built.add_packed(packed)
         else:
             for block in _key_blocks(workload, index):
