@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from fastmwem.lp import _args
-from fastmwem.lp._checks import check_choice, check_lp
+from fastmwem.lp._checks import _NEEDS_C, check_choice, check_lp
 from fastmwem.lp.result import LPResult
 from fastmwem.lp.solve_dense import dense_feasibility, dense_linprog
 from fastmwem.lp.solve_scalar import scalar_feasibility, scalar_linprog
@@ -95,6 +95,8 @@ def private_linprog(c: object, A_ub: object = None, b_ub: object = None, *, A_lb
     ((2,), 1.0, ApproxDP(epsilon=1, delta=1e-06))
     """
     model = check_choice(privacy, "privacy", ("scalar", "constraint"))
+    if c is None:
+        raise TypeError(_NEEDS_C)
     budget = _args.budget(epsilon, delta, composition, test_fraction)
     common = dict(width=width, rounds=rounds, selection=selection, index=index, probes=probes,
                   objective_range=objective_range, tolerance=tolerance, beta=beta, track=track,

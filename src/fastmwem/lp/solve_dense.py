@@ -28,6 +28,7 @@ from fastmwem.lp.theory import dense_alpha
 
 if TYPE_CHECKING:
     from fastmwem.accounting import Accountant
+    from fastmwem.indices.base import TopKOracle
     from fastmwem.random import RNGLike
 
 __all__ = ["dense_feasibility", "dense_linprog"]
@@ -61,7 +62,7 @@ class _DenseSetup:
 
 def _dense_setup(data: LPData, *, density, entry_bound, max_constraints, width, rounds,
                  selection, index, largest_target: float) -> _DenseSetup:
-    c, A, b = data.c, data.A, data.b
+    c, A, b = data.objective, data.A, data.b
     if np.any(c >= 0):
         j = int(np.argmax(c >= 0))
         raise ValueError(f"privacy='constraint' solves packing LPs (maximise -c @ x): c must be "
@@ -91,7 +92,7 @@ def _dense_setup(data: LPData, *, density, entry_bound, max_constraints, width, 
     return _DenseSetup(DenseLP(A, b, -c), s, bound, big_m, w, t, sel, spec)
 
 
-def _dense_probe(setup: _DenseSetup, oracle: object, epsilon0: float, generator, track: bool):
+def _dense_probe(setup: _DenseSetup, oracle: TopKOracle | None, epsilon0: float, generator, track: bool):
     def probe(target: float, j: int):
         z = -target
         select = vertex_selector(setup.lp, target=z, epsilon0=epsilon0,
