@@ -106,4 +106,4 @@ def write_records(outputs: StagedOutputs, records: pd.DataFrame | Iterable[pd.Da
     elif isinstance(records, pd.DataFrame):
         outputs.write_csv(records, path, flag)
     else:
-        outputs.write_csv_blocks(records, path, flag)  # type: ignore[attr-defined]
+        outputs.write_csv_blocks(records, path, flag)

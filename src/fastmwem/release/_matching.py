@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import itertools
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import TypeVar
 
 import numpy as np
 
@@ -37,7 +38,9 @@ from fastmwem._validation import check_int
 try:
     from numba import njit
 except ImportError:  # the records stay as drawn; match_marginals warns
-    njit = None
+    njit = None  # type: ignore[assignment]  # None: numba is not installed
+
+F = TypeVar("F", bound=Callable[..., object])
 
 __all__ = ["MATCH_CANDIDATES", "MATCH_MAX_CELLS", "MATCH_PASSES", "match_marginals",
            "dense_marginals", "match_bytes", "match_records", "scored_sets"]
@@ -158,21 +161,21 @@ def match_marginals(codes: np.ndarray, shape: Sequence[int], sets: Sequence[tupl
         warnings.warn('matching the records to the model needs numba (pip install numba): '
                       'the records are written as systematically drawn', stacklevel=3)
         return 0
-    shape = np.asarray(shape, dtype=np.int64)
+    sizes = np.asarray(shape, dtype=np.int64)
     screens = _screening_sets(sets)
-    scored = _layout(codes, shape, sets, marginal, n)
-    screened = _layout(codes, shape, screens, marginal, n)
+    scored = _layout(codes, sizes, sets, marginal, n)
+    screened = _layout(codes, sizes, screens, marginal, n)
     order = rng.permutation(n).astype(np.int64)
-    return int(_match_loop(codes, shape, order, passes, candidates, *scored, *screened))
+    return int(_match_loop(codes, sizes, order, passes, candidates, *scored, *screened))
 
 
-def _cells(axes: Sequence[int], shape: Sequence[int]) -> int:
+def _cells(axes: Iterable[int], shape: Sequence[int]) -> int:
     return int(np.prod([int(shape[a]) for a in axes], dtype=object))
 
 
 def _screening_sets(sets: Sequence[tuple[int, ...]]) -> list[tuple[int, ...]]:
     """The pairs inside the scored sets (a set of one or two attributes screens itself)."""
-    out = set()
+    out: set[tuple[int, ...]] = set()
     for s in sets:
         out.update(itertools.combinations(s, 2) if len(s) > 2 else [s])
     return sorted(out)
@@ -190,7 +193,9 @@ def _layout(codes: np.ndarray, shape: np.ndarray, sets: Sequence[tuple[int, ...]
     axes = np.full((len(sets), width), -1, dtype=np.int64)
     strides = np.zeros((len(sets), width), dtype=np.int64)
     offsets = np.zeros(len(sets), dtype=np.int64)
-    targets, per_attribute, used = [], [[] for _ in shape], 0
+    targets: list[np.ndarray] = []
+    per_attribute: list[list[tuple[int, int]]] = [[] for _ in shape]
+    used = 0
     for i, s in enumerate(sets):
         sizes = shape[list(s)]
         step = np.cumprod(np.concatenate([sizes[1:], [1]])[::-1])[::-1]
@@ -213,7 +218,7 @@ def _layout(codes: np.ndarray, shape: np.ndarray, sets: Sequence[tuple[int, ...]
     return counts, np.concatenate(targets), offsets, axes, strides, ptr, sets_of, stride_of
 
 
-def _compiled(function: Callable[..., object]) -> Callable[..., object]:
+def _compiled(function: F) -> F:
     """``function`` compiled lazily (at its first call) by numba, when installed."""
     return function if njit is None else njit_cached(function)
 

@@ -20,7 +20,7 @@ __all__ = ["fit_queries"]
 try:
     from numba import njit
 except ImportError:  # the numpy loop below is used instead
-    njit = None
+    njit = None  # type: ignore[assignment]  # None: numba is not installed
 
 
 def _fit_loop(p, rows, targets, s, passes, tolerance, scratch):  # pragma: no cover - compiled

@@ -103,7 +103,7 @@ def _start(private: PrivateView, domain: Domain, config: object, model: str,
             parts = [np.asarray(each.release(m.reshape(-1), rng=rng), dtype=np.float64)
                      for m in one_way]
         return FactoredState.from_noisy_marginals(domain, parts, total, mix, **options)
-    return FactoredState(domain, total, **options)  # type: ignore[arg-type]
+    return FactoredState(domain, total, **options)
 
 
 class TotalEstimate:
@@ -191,7 +191,8 @@ def reuse(run: Run, workload: LinearWorkload, tolerance: float, passes: int) -> 
     if _compiled_passes(run, passes):
         return _reuse_queries(run, workload, passes, tolerance)
     offsets = run.setup.offsets
-    groups = [m.group if run.setup.group_mode else groups_of_queries(offsets, m.queries.start)
+    groups = [m.group if run.setup.group_mode
+              else int(groups_of_queries(offsets, m.queries.start))
               for m in run.measurements]
     steps = steps_of(run)
     order = [(run.measurements[i], steps[i]) for i in run.state.pass_order(workload, groups)]
@@ -241,7 +242,7 @@ def result_of(run: Run, domain: Domain, workload: LinearWorkload, iterates: np.n
     return MWEMResult(
         domain=domain,
         workload=workload,
-        histogram=histogram,  # type: ignore[arg-type]
+        histogram=histogram,
         total=state.total,
         selected=tuple(m.group for m in run.measurements),
         measurements=tuple(m.values for m in run.measurements),

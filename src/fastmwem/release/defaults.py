@@ -23,9 +23,10 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sized
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -49,6 +50,9 @@ from fastmwem.release.mwem import MWEMConfig, mwem, mwem_privacy_plan, plan_setu
 from fastmwem.release.result import MWEMResult
 from fastmwem.release.state import MAX_RECORDS
 from fastmwem.workloads.base import LinearWorkload
+
+if TYPE_CHECKING:
+    from fastmwem.data.sources.base import MarginalSource
 
 __all__ = ["mwem_auto", "MWEMChoices", "default_workload_spec", "default_rounds",
            "superset_rounds", "use_adaptive",
@@ -243,7 +247,7 @@ def mwem_auto(
     privacy: str = "pure",
     delta: float | None = None,
     rho: float | None = None,
-    **options: object,
+    **options: Any,
 ) -> tuple[MWEMResult, MWEMChoices]:
     """MWEM with its record count measured first, so that the default rounds can adapt to it.
 
@@ -324,10 +328,10 @@ def mwem_auto(
                       else {"privacy": "zcdp", "rho": rest})
     config = {**options, **budget_options,
               "total": 1 if public_total is None else public_total}
-    fixed = None if adaptive else rounds
+    fixed: int | None = None if adaptive or isinstance(rounds, str) else rounds
     candidates = str(options.get("candidates", "auto"))
 
-    def check(t: int | None, settings: dict[str, object] = config) -> None:
+    def check(t: int | None, settings: dict[str, Any] = config) -> None:
         # The dry run stops at the charge, before any draw: a generator of ours keeps it from
         # warning about the caller's (that warning comes once, below, from the caller's line).
         _dry_run(dataset, workload, make_rng(0), {**settings, "rounds": t}, run_options, privacy)
@@ -337,19 +341,19 @@ def mwem_auto(
     check_release_inputs(dataset, workload)
     limit = run_options.get("memory_limit")
     model, _, setup = plan_setup(MWEMConfig(**config, rounds=None if adaptive else 1), workload,
-                                 limit)  # type: ignore[arg-type]
+                                 limit)
     if not passes_given and (privacy == "pure" or model != "dense"):
         config["reuse_passes"] = AUTO_REUSE_PASSES
     ceiling = None
     if adaptive or undecided:
         check(None)
-        model = plan_setup(MWEMConfig(**config, rounds=None), workload, limit)[0]  # type: ignore[arg-type]
+        model = plan_setup(MWEMConfig(**config, rounds=None), workload, limit)[0]
     if not adaptive:
-        model, _, setup = plan_setup(MWEMConfig(**config, rounds=1), workload, limit)  # type: ignore[arg-type]
-        check(1 if rounds is None else fixed)  # type: ignore[arg-type]
-        ceiling = min(MAX_DEFAULT_ROUNDS, setup.n_candidates) if rounds is None else fixed
-        if ceiling > 1:  # type: ignore[operator]
-            check(ceiling)  # type: ignore[arg-type]
+        model, _, setup = plan_setup(MWEMConfig(**config, rounds=1), workload, limit)
+        check(1 if rounds is None else fixed)
+        ceiling = min(MAX_DEFAULT_ROUNDS, setup.n_candidates) if fixed is None else fixed
+        if ceiling > 1:
+            check(ceiling)
     # Superset candidates, if the rule may choose them: checked now, before the count's charge.
     superset = (_superset_option(config, workload, model, limit, check, privacy)
                 if by_rule or undecided else None)
@@ -363,33 +367,33 @@ def mwem_auto(
         noisy = counter.release(_records(dataset), rng=generator)
         total = int(round(min(max(float(noisy), 1.0), MAX_RECORDS)))  # clipping: post-processing
     if undecided:  # measured on dense models only: on adult (junction tree) annealing lost
-        adaptive = model == "dense" and use_adaptive(rest, float(total))  # type: ignore[arg-type]
+        adaptive = model == "dense" and use_adaptive(rest, float(total))
         fixed = None if adaptive else ceiling
         if superset is not None:
             settings, top, per_group = superset
             chosen = zcdp_superset_rounds(ceiling=top, cells=per_group, rho_rounds=rest,
-                                          records=float(total))  # type: ignore[arg-type]
+                                          records=float(total))
             if chosen >= SUPERSET_MIN_ROUNDS:
                 config, ceiling, candidates = settings, top, "supersets"
                 adaptive, fixed = False, chosen
-    if by_rule:
+    if by_rule and ceiling is not None:  # (by the rule, the ceiling was set above)
         sizes = np.diff(setup.offsets)[setup.candidates] if setup.group_mode else np.ones(1)
         # A factored run selects among marginals of every size with a per-cell penalty, so its
         # rounds can always measure the smallest; a dense run measures the workload's own groups.
         cells = float(sizes.mean() if model == "dense" else sizes.min())
-        fixed = default_rounds(ceiling=ceiling, cells=cells,  # type: ignore[arg-type]
-                               epsilon_rounds=rest, records=float(total))  # type: ignore[arg-type]
+        fixed = default_rounds(ceiling=ceiling, cells=cells,
+                               epsilon_rounds=rest, records=float(total))
         if superset is not None:
             settings, top, per_group = superset
-            room = dict(ceiling=top, cells=per_group, epsilon_rounds=rest,
-                        records=float(total))  # type: ignore[arg-type]
-            if default_rounds(**room) >= SUPERSET_MIN_ROUNDS:  # type: ignore[arg-type]
+            room: dict[str, Any] = dict(ceiling=top, cells=per_group, epsilon_rounds=rest,
+                        records=float(total))
+            if default_rounds(**room) >= SUPERSET_MIN_ROUNDS:
                 config, ceiling, candidates = settings, top, "supersets"
-                fixed = superset_rounds(**room)  # type: ignore[arg-type]
+                fixed = superset_rounds(**room)
     if counter is not None:  # every run refines the count with its whole marginals
         config = {**config, "total_std": noise_std(counter)}
     if before_rounds is not None:
-        before_rounds(float(total))  # type: ignore[arg-type]
+        before_rounds(float(total))
     result = mwem(dataset, workload, rounds=fixed, rng=generator, accountant=accountant,
                   **{**config, "total": total}, **run_options)
     spent = Fraction(count_share) + _charged(result, privacy)
@@ -398,15 +402,15 @@ def mwem_auto(
     ran = sum(1 for r in result.trace if r.round > 0)
     choices = MWEMChoices(rounds=ran, rounds_default=rounds is None, rounds_ceiling=ceiling,
                           noise_test=options.get("noise_test"), count_epsilon=count_share,
-                          adaptive=adaptive, record_count=float(total),  # type: ignore[arg-type]
+                          adaptive=adaptive, record_count=float(total),
                           candidates=candidates,
                           reuse_passes=int(config.get("reuse_passes", MWEMConfig.reuse_passes)))
     return result, choices
 
 
-def _superset_option(config: dict[str, object], workload: LinearWorkload, model: str,
+def _superset_option(config: dict[str, Any], workload: LinearWorkload, model: str,
                      limit: int | None, check: Callable[..., None], privacy: str
-                     ) -> tuple[dict[str, object], int, float] | None:
+                     ) -> tuple[dict[str, Any], int, float] | None:
     """A dense run's superset settings, its rounds ceiling and cells per candidate.
 
     ``None`` unless the candidates are left to the default and the workload has supersets
@@ -419,7 +423,7 @@ def _superset_option(config: dict[str, object], workload: LinearWorkload, model:
     settings = {**config, "candidates": "supersets"}
     if settings.get("select_fraction") is None:
         settings["select_fraction"] = SUPERSET_SELECT_FRACTION
-    setup = plan_setup(MWEMConfig(**settings, rounds=1), workload, limit)[2]  # type: ignore[arg-type]
+    setup = plan_setup(MWEMConfig(**settings, rounds=1), workload, limit)[2]
     top = min(MAX_SUPERSET_ROUNDS, setup.n_candidates)
     for t in sorted({1, top}):
         check(t, settings)
@@ -462,17 +466,19 @@ def _below(value: Fraction) -> float:
 
 
 def _records(dataset: object) -> int:
-    return len(dataset) if hasattr(dataset, "__len__") else int(dataset.histogram().sum())
+    if isinstance(dataset, Sized):
+        return len(dataset)
+    return int(cast("MarginalSource", dataset).histogram().sum())  # as check_release_inputs saw
 
 
 def _dry_run(dataset: object, workload: LinearWorkload, generator: np.random.Generator,
-             config: dict[str, object], run_options: dict[str, object], privacy: str) -> None:
+             config: dict[str, Any], run_options: dict[str, Any], privacy: str) -> None:
     """Run every check ``mwem`` makes before its charge, without spending or computing anything.
 
     ``mwem`` charges its whole plan before it reads the data, and a refused charge spends
     nothing; an accountant with nothing left refuses any plan, so the run stops there.
     """
-    spent = default_accountant(privacy, MWEMConfig(**config).budget())  # type: ignore[arg-type]
+    spent = default_accountant(privacy, MWEMConfig(**config).budget())
     spent.compose(spent.remaining(), label="dry run")
     try:
         mwem(dataset, workload, rng=generator, accountant=spent,

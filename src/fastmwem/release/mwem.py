@@ -13,6 +13,7 @@ import sys
 import time
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -78,6 +79,9 @@ from fastmwem.release.result import MWEMResult, RoundRecord
 from fastmwem.release.selection import RoundSelection, resolve_selection
 from fastmwem.release.state import MAX_RECORDS
 from fastmwem.workloads.base import LinearWorkload
+
+if TYPE_CHECKING:
+    from fastmwem.data.schema import Schema
 
 __all__ = ["mwem", "MWEMConfig", "mwem_privacy_plan", "choose_model", "plan_setup",
            "MAX_REUSE_PASSES",
@@ -483,7 +487,7 @@ def mwem(
     rounds: int | None = 20,
     rng: RNGLike = None,
     accountant: Accountant | None = None,
-    schema: object = None,
+    schema: Schema | None = None,
     progress: bool | None = None,
     memory_limit: int | None = None,
     **options: object,
@@ -581,7 +585,7 @@ def mwem(
         private = PrivateView(dataset, measured, dense=model == "dense",
                               groups=None if model == "dense"
                               else candidate_groups(setup, measured))
-        fields = {"ledger": (), "privacy": None, "schema": schema,
+        fields: dict[str, object] = {"ledger": (), "privacy": None, "schema": schema,
                   "guarantee": guarantee(config.privacy, plan_total(plan, config.privacy),
                                          config.delta)}
         if config.adaptive:

@@ -15,9 +15,10 @@ from __future__ import annotations
 import copy
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Sequence, Sized
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import cast
 
 import numpy as np
 
@@ -353,8 +354,9 @@ class PMWSession:
         if not isinstance(domain, Domain) or not callable(getattr(dataset, "histogram", None)):
             raise TypeError(f"dataset must be a fastmwem Dataset, got {type(dataset).__name__}")
         check_dense(domain.size, "the domain", "PMWSession keeps a dense histogram")
-        if len(dataset) > MAX_RECORDS:  # type: ignore[arg-type]
-            raise ValueError(f"PMWSession handles at most 2**40 records, got {len(dataset)}")
+        # The record count is private: the refusal names the public bound only.
+        if len(cast("Sized", dataset)) > MAX_RECORDS:  # a Dataset (checked above)
+            raise ValueError("PMWSession handles at most 2**40 records")
         if accountant is None:
             accountant = Accountant(epsilon=record.config.epsilon)
         elif not isinstance(accountant, Accountant):
@@ -388,7 +390,7 @@ class PMWSession:
             if not record.count_paid:
                 self.accountant.compose(PureDP(Fraction(split["count"])), label=COUNT_LABEL)
                 record.count_paid = True
-            n = len(self._dataset)  # type: ignore[arg-type]
+            n = len(cast("Sized", self._dataset))
             noisy = int(Geometric(epsilon=split["count"]).release(n, rng=self._rng))
             record.total = float(max(1, noisy))  # clipping is post-processing
         if self._state is None:

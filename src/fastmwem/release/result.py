@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -17,6 +18,9 @@ from fastmwem.release._sampling import check_sampling
 from fastmwem.release.factored import marginal_axes
 from fastmwem.release.state import SyntheticState, sample_records
 from fastmwem.workloads.base import LinearWorkload
+
+if TYPE_CHECKING:
+    from fastmwem.data.schema import Schema
 
 __all__ = ["MWEMResult", "RoundRecord", "sample_records", "CHUNK_ROWS"]
 
@@ -92,7 +96,7 @@ class MWEMResult:
     ledger: tuple[LedgerEntry, ...]
     privacy: PrivacyEvent
     trace: tuple[RoundRecord, ...]
-    schema: object = None
+    schema: Schema | None = None
     rng_provenance: tuple[str, ...] = ()
     updates_skipped: bool = False
     model: SyntheticState | None = None
