@@ -13,6 +13,7 @@ import argparse
 import os
 import re
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -21,6 +22,9 @@ from fastmwem.cli._io import StagedOutputs, check_input_file, read_text_file
 from fastmwem.data import Domain
 from fastmwem.data.parquetfile import is_parquet_path, require_pyarrow
 from fastmwem.data.sources import ENGINES, MarginalSource, choose_engine, open_source
+
+if TYPE_CHECKING:
+    from fastmwem.data.schema import Schema
 
 __all__ = ["add_source_arguments", "check_input", "check_source_arguments", "load_source",
            "write_records"]
@@ -87,7 +91,7 @@ def load_source(args: argparse.Namespace) -> tuple[MarginalSource, object]:
     return _open(args, args.input, domain), None
 
 
-def _open(args: argparse.Namespace, path: str, target: object) -> MarginalSource:
+def _open(args: argparse.Namespace, path: str, target: Domain | Schema) -> MarginalSource:
     engine = choose_engine(path, args.engine)
     options = {"spark_master": args.spark_master} if engine == "spark" else {}
     try:

@@ -8,6 +8,7 @@ import os
 import sys
 import time
 from collections.abc import Iterator
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -317,7 +318,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _budget(args: argparse.Namespace) -> dict[str, object]:
+def _budget(args: argparse.Namespace) -> dict[str, Any]:
     """The budget keywords of the run: epsilon, and for zCDP the definition and delta."""
     if args.privacy == "pure":
         return {"epsilon": args.epsilon}
@@ -389,12 +390,13 @@ def _report(args: argparse.Namespace, spec: str, result: MWEMResult, choices: MW
     }
     if evaluation is not None:
         report["private"] = False
-        report["not_private_because"] = [*report["not_private_because"], "evaluated"]
+        reasons = cast("list[str]", report["not_private_because"])  # as report() wrote it
+        report["not_private_because"] = [*reasons, "evaluated"]
         report["evaluation"] = evaluation
     return report
 
 
-def _options(args: argparse.Namespace) -> dict[str, object]:
+def _options(args: argparse.Namespace) -> dict[str, Any]:
     """The MWEM options given on the command line (or their defaults)."""
     given = {} if args.reuse_passes is None else {"reuse_passes": args.reuse_passes}
     return {**given, "init": args.init, "output": args.output,
