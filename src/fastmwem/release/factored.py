@@ -99,9 +99,11 @@ class FactoredState:
 
     @classmethod
     def from_noisy_marginals(cls, domain: Domain, noisy: list[np.ndarray], total: float,
-                             uniform_mix: float, **options: object) -> FactoredState:
+                             uniform_mix: float, *,
+                             max_clique_cells: int = DEFAULT_MAX_CLIQUE_CELLS,
+                             product: bool = False) -> FactoredState:
         """Independent attributes from noisy 1-way marginals (clipped, mixed with uniform)."""
-        state = cls(domain, total, **options)  # type: ignore[arg-type]
+        state = cls(domain, total, max_clique_cells=max_clique_cells, product=product)
         if len(noisy) != len(domain):
             raise ValueError(f"noisy must hold one marginal per attribute ({len(domain)}), "
                              f"got {len(noisy)}")

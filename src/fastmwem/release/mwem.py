@@ -11,7 +11,7 @@ import dataclasses
 import math
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
@@ -242,6 +242,8 @@ class MWEMConfig:
     rho: float | None = None
     initial_rounds: int | None = None
     total_std: float | None = None
+    if TYPE_CHECKING:  # set by __post_init__ from selection, index, top_k and allow_uncertified
+        round_selection: RoundSelection = field(init=False)
 
     def __post_init__(self) -> None:
         _choice(self.privacy, "privacy", PRIVACY_DEFINITIONS)
@@ -373,9 +375,9 @@ class MWEMConfig:
 
     def select_rho_per_epsilon2(self) -> Fraction:
         """The selection event's zCDP cost per ``epsilon**2`` (1/8 for bounded range)."""
-        rho = self.round_selection.event(1.0).zcdp_rho()  # type: ignore[attr-defined]
+        rho = self.round_selection.event(1.0).zcdp_rho()
         if rho is None:
-            raise ValueError(f"selection={self.round_selection.name!r} has no zCDP cost; "  # type: ignore[attr-defined]
+            raise ValueError(f"selection={self.round_selection.name!r} has no zCDP cost; "
                              "privacy='zcdp' needs one (the exponential mechanism has)")
         return Fraction(rho)
 
@@ -454,7 +456,7 @@ def mwem_privacy_plan(config: MWEMConfig, workload: LinearWorkload, *,
     if model is None:
         model = choose_model(config, workload)
     split = config.budget_split(model, rounds=config.round_count(len(workload.domain)))
-    selection: RoundSelection = config.round_selection  # type: ignore[attr-defined]
+    selection: RoundSelection = config.round_selection
     pure = config.privacy == "pure"
     noise = "Laplace" if pure else "discrete Gaussian"
 
