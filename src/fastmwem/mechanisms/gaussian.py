@@ -14,8 +14,9 @@ no precision leak as with floating-point noise (Mironov 2012).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -160,6 +161,9 @@ class DiscreteGaussian:
 
     rho: object
     sensitivity: float = 1.0
+    if TYPE_CHECKING:  # set by __post_init__
+        sigma2: Fraction = field(init=False)
+        _sensitivity: Fraction = field(init=False)
 
     def __post_init__(self) -> None:
         rho = exact(self.rho, "rho")
@@ -176,12 +180,12 @@ class DiscreteGaussian:
     @property
     def sigma(self) -> float:
         """The noise's scale parameter ``sigma`` (as a float, for error estimates)."""
-        return math.sqrt(float(self.sigma2))  # type: ignore[attr-defined]
+        return math.sqrt(float(self.sigma2))
 
     @property
     def privacy(self) -> ZCDP:
-        sens = self._sensitivity  # type: ignore[attr-defined]
-        return ZCDP(sens * sens / (2 * self.sigma2))  # type: ignore[attr-defined]
+        sens = self._sensitivity
+        return ZCDP(sens * sens / (2 * self.sigma2))
 
     def release(self, value: object, *, rng: RNGLike = None,
                 accountant: Accountant | None = None) -> int | np.ndarray:
@@ -200,6 +204,6 @@ class DiscreteGaussian:
             raise ValueError("value must hold integers within +-2**53 for the discrete Gaussian")
         generator = make_rng(rng)
         charge(accountant, self.privacy, "discrete gaussian")
-        noise = sample_discrete_gaussian(self.sigma2, int(arr.size), generator)  # type: ignore[attr-defined]
+        noise = sample_discrete_gaussian(self.sigma2, int(arr.size), generator)
         noisy = np.rint(arr).astype(np.int64) + np.asarray(noise, dtype=np.int64).reshape(arr.shape)
         return int(noisy) if noisy.ndim == 0 else noisy

@@ -22,7 +22,8 @@ shifting the threshold noise by ``sensitivity`` and the above query's noise by
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -64,6 +65,8 @@ class SparseVector:
 
     epsilon: float
     sensitivity: int = 1
+    if TYPE_CHECKING:  # set by __post_init__: the threshold's and the queries' noise
+        _noises: tuple[Geometric, Geometric] = field(init=False)
 
     def __post_init__(self) -> None:
         check_epsilon(self.epsilon)
@@ -80,12 +83,12 @@ class SparseVector:
     @property
     def threshold_noise(self) -> Geometric:
         """The threshold's noise: two-sided geometric of parameter ``epsilon / 2``."""
-        return self._noises[0]  # type: ignore[attr-defined]
+        return self._noises[0]
 
     @property
     def query_noise(self) -> Geometric:
         """Each query's noise: two-sided geometric of parameter ``epsilon / 4``."""
-        return self._noises[1]  # type: ignore[attr-defined]
+        return self._noises[1]
 
     def start(self, threshold: int, *, rng: RNGLike = None,
               accountant: Accountant | None = None) -> SparseVectorRun:

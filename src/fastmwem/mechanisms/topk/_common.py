@@ -5,7 +5,7 @@ from __future__ import annotations
 import abc
 import numbers
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
@@ -118,10 +118,14 @@ class TopKMechanism(abc.ABC):
     #: The ledger label of a charge.
     label: ClassVar[str] = "top-k"
 
+    if TYPE_CHECKING:
+        @property
+        def neighbors(self) -> str: ...  # a field of each subclass
+
     def __post_init__(self) -> None:
         check_k(self.k)
         check_epsilon(self.epsilon)
-        check_neighbors(self.neighbors)  # type: ignore[attr-defined]
+        check_neighbors(self.neighbors)
 
     @property
     @abc.abstractmethod
