@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 __all__ = ["njit_cached"]
 
 F = TypeVar("F", bound=Callable[..., object])
 
 
-def njit_cached(function: F, **options: object) -> F:
+def njit_cached(function: F, **options: Any) -> F:
     """``numba.njit(cache=True, **options)(function)``, or without the cache if numba has nowhere
     to write it.
 

@@ -612,12 +612,12 @@ class MemoryLedgerStore:
             self._sum = _total(self._entries, width)  # exact sums: any order gives the same
         return self._sum
 
-    def __getstate__(self) -> dict[str, object]:
+    def __getstate__(self) -> dict[str, Iterable[LedgerEntry]]:
         # A lock cannot be pickled or copied; a copy gets a fresh one.
         return {"_entries": self.entries()}
 
-    def __setstate__(self, state: dict[str, object]) -> None:
-        self._entries = list(state["_entries"])  # type: ignore[call-overload]
+    def __setstate__(self, state: dict[str, Iterable[LedgerEntry]]) -> None:
+        self._entries = list(state["_entries"])
         self._sum = None
         self._lock = threading.Lock()
 
@@ -666,8 +666,18 @@ class Accountant:
     PureDP(epsilon=0.5)
     """
 
+    # Set once, by __init__ through object.__setattr__ (assignment is refused afterwards).
+    _mode: str
+    _budget: tuple[Fraction, ...]
+    _store: LedgerStore
+    _given_epsilon: object
+    _given_delta: object
+    _given_rho: object
+    _given_composition: str
+
     def __init__(self, epsilon: object = None, delta: object = 0, rho: object = None,
                  composition: str = "basic", *, store: LedgerStore | None = None) -> None:
+        budget: tuple[Fraction, ...]
         if composition not in ("basic", "zcdp"):
             raise ValueError(f"composition must be 'basic' or 'zcdp', got {composition!r}")
         if rho is not None:
@@ -718,26 +728,26 @@ class Accountant:
     @property
     def epsilon(self) -> object:
         """The epsilon budget as given (read-only)."""
-        return self._given_epsilon  # type: ignore[attr-defined]
+        return self._given_epsilon
 
     @property
     def delta(self) -> object:
         """The delta budget as given (read-only)."""
-        return self._given_delta  # type: ignore[attr-defined]
+        return self._given_delta
 
     @property
     def rho(self) -> object:
         """The zCDP budget as given (read-only)."""
-        return self._given_rho  # type: ignore[attr-defined]
+        return self._given_rho
 
     @property
     def composition(self) -> str:
-        return self._given_composition  # type: ignore[attr-defined]
+        return self._given_composition
 
     @property
     def store(self) -> LedgerStore:
         """The ledger store this accountant commits to."""
-        return self._store  # type: ignore[attr-defined]
+        return self._store
 
     def _check_stored_ledger(self) -> None:
         """A store handed over with entries must hold costs in this accountant's currency."""

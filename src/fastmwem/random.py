@@ -18,13 +18,15 @@ from __future__ import annotations
 
 import numbers
 import os
+from typing import TypeAlias
 
 import numpy as np
 from randomgen import ChaCha
 
 __all__ = ["make_rng", "secure_rng", "generator_origin", "RNGLike"]
 
-RNGLike = "int | np.random.Generator | None"
+#: What every ``rng`` argument accepts (see :func:`make_rng`).
+RNGLike: TypeAlias = int | np.random.Generator | None
 
 # Private tags: only this module's functions set them, so a Generator the caller builds (over
 # ChaCha with a key of their choosing, say) is never taken for one keyed from the OS.
@@ -36,6 +38,7 @@ class _TaggedGenerator(np.random.Generator):
     """A ``Generator`` made here; ``_origin`` says where its key came from (unset: unknown)."""
 
     __slots__ = ("_origin",)
+    _origin: object
 
 
 def _tagged(bit_generator: np.random.BitGenerator, origin: object) -> np.random.Generator:
@@ -60,7 +63,7 @@ def generator_origin(generator: object) -> str:
     return "os" if origin is _OS else "seed" if origin is _SEED else "caller"
 
 
-def make_rng(seed: int | np.random.Generator | None = None) -> np.random.Generator:
+def make_rng(seed: RNGLike = None) -> np.random.Generator:
     """Return a numpy ``Generator``.
 
     Args:

@@ -168,8 +168,9 @@ class StagedOutputs:
         self._staged.append((tmp, path))
         try:
             os.fchmod(fd, replacement_mode(path))
-            text = {} if binary else {"encoding": "utf-8", "newline": ""}
-            with os.fdopen(fd, "wb" if binary else "w", **text) as fh:
+            handle = (os.fdopen(fd, "wb") if binary
+                      else os.fdopen(fd, "w", encoding="utf-8", newline=""))
+            with handle as fh:
                 write(fh)
                 fh.flush()
                 os.fsync(fh.fileno())

@@ -24,6 +24,8 @@ from fastmwem.data.sources import ENGINES, MarginalSource, choose_engine, open_s
 if TYPE_CHECKING:
     import pandas as pd
 
+    from fastmwem.data.schema import Schema
+
 __all__ = ["add_source_arguments", "check_input", "check_source_arguments", "load_source",
            "write_records"]
 
@@ -89,7 +91,7 @@ def load_source(args: argparse.Namespace) -> tuple[MarginalSource, object]:
     return _open(args, args.input, domain), None
 
 
-def _open(args: argparse.Namespace, path: str, target: object) -> MarginalSource:
+def _open(args: argparse.Namespace, path: str, target: Domain | Schema) -> MarginalSource:
     engine = choose_engine(path, args.engine)
     options = {"spark_master": args.spark_master} if engine == "spark" else {}
     try:
@@ -109,4 +111,4 @@ def write_records(outputs: StagedOutputs, records: pd.DataFrame | Iterable[pd.Da
     elif isinstance(records, pd.DataFrame):
         outputs.write_csv(records, path, flag)
     else:
-        outputs.write_csv_blocks(records, path, flag)  # type: ignore[attr-defined]
+        outputs.write_csv_blocks(records, path, flag)

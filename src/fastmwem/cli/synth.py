@@ -7,7 +7,7 @@ import os
 import sys
 import time
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -214,7 +214,8 @@ def _definition(args: argparse.Namespace) -> PrivacyDefinition:
 
 def _accountant(args: argparse.Namespace) -> Accountant:
     definition = _definition(args)
-    return Accountant(**{definition.currency: definition.budget(args.epsilon, args.delta)})
+    budget: dict[str, Any] = {definition.currency: definition.budget(args.epsilon, args.delta)}
+    return Accountant(**budget)
 
 
 def _row_bytes(domain: Domain, schema: object) -> int:
@@ -323,7 +324,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _budget(args: argparse.Namespace) -> dict[str, object]:
+def _budget(args: argparse.Namespace) -> dict[str, Any]:
     """The budget keywords of the run: epsilon, the definition and its delta."""
     return {"epsilon": args.epsilon, "privacy": args.privacy, "delta": args.delta}
 
@@ -392,12 +393,13 @@ def _report(args: argparse.Namespace, spec: str, result: MWEMResult, choices: MW
     }
     if evaluation is not None:
         report["private"] = False
-        report["not_private_because"] = [*report["not_private_because"], "evaluated"]
+        reasons = cast("list[str]", report["not_private_because"])  # as report() wrote it
+        report["not_private_because"] = [*reasons, "evaluated"]
         report["evaluation"] = evaluation
     return report
 
 
-def _options(args: argparse.Namespace) -> dict[str, object]:
+def _options(args: argparse.Namespace) -> dict[str, Any]:
     """The MWEM options given on the command line (or their defaults)."""
     given = {} if args.reuse_passes is None else {"reuse_passes": args.reuse_passes}
     return {**given, "init": args.init, "output": args.output,

@@ -39,7 +39,7 @@ import os
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING, Union, cast
 
 import numpy as np
 
@@ -283,7 +283,7 @@ class Numeric:
             edge_tuple = tuple(float(e) for e in cut)
             equal = True
         else:
-            if isinstance(edges, (str, bytes)):
+            if edges is None or isinstance(edges, (str, bytes)):  # (None was refused above)
                 raise TypeError(f"edges of {name!r} must be a list of numbers")
             edge_tuple = tuple(_check_real(e, f"edges of {name!r}") for e in edges)
             if len(edge_tuple) < 2:
@@ -563,7 +563,7 @@ class Schema:
         """Read a schema JSON file (format in this module's docstring)."""
         raw = load_json(path, "schema file")
         try:
-            return cls.from_dict(raw)
+            return cls.from_dict(cast("Mapping[str, object]", raw))  # which refuses a non-mapping
         except ValueError as exc:
             raise ValueError(f"schema file {os.fspath(path)!r}: {exc}") from None
 

@@ -43,7 +43,7 @@ class _Reader:
     """Bounded reads from a blob: every length is checked against the bytes left."""
 
     def __init__(self, blob: np.ndarray, what: str) -> None:
-        self.buf = memoryview(np.ascontiguousarray(blob, dtype=np.uint8)).cast("B")
+        self.buf = np.ascontiguousarray(blob, dtype=np.uint8).data.cast("B")
         self.pos = 0
         self.what = what
 
@@ -57,7 +57,8 @@ class _Reader:
         self.pos += nbytes
         return out
 
-    def scalar(self, fmt: str) -> int | float:
+    def scalar(self, fmt: str) -> int:
+        """One integer of struct format ``fmt``."""
         return struct.unpack("=" + fmt, self.take(struct.calcsize("=" + fmt)))[0]
 
     def array(self, dtype: str, count: int) -> np.ndarray:
@@ -87,7 +88,7 @@ def _header(r: _Reader, code: bytes) -> tuple[int, int, int]:
     r.scalar("q"), r.scalar("q")
     trained, metric = r.scalar("B"), r.scalar("i")
     if metric > 1:
-        r.scalar("f")
+        r.take(struct.calcsize("=f"))  # the metric's argument, a float32
     if d < 1 or ntotal < 0 or trained != 1:
         raise r.fail(f"has an invalid {code.decode(errors='replace')} header")
     return d, ntotal, metric

@@ -31,7 +31,7 @@ try:
     from numba.extending import intrinsic
 except ImportError:  # the numpy kernels of indices.bitpacked are used instead
     AVAILABLE = False
-    prange = range
+    prange = range  # type: ignore[misc]  # numba hints prange as a class
 else:
     AVAILABLE = True
 
@@ -66,11 +66,13 @@ def _make_pass(group, first):  # pragma: no cover - compiled
             for p in range(PLANES - 1):
                 c = 0
                 for w in range(group):
-                    c += _popcount(words[b, w0 + w, r] & planes[w0 + w, p])
+                    # numba drops an intrinsic's typing context from its signature; its
+                    # hints do not (also below)
+                    c += _popcount(words[b, w0 + w, r] & planes[w0 + w, p])  # type: ignore[call-arg]
                 s += np.int64(c) << p
             c = 0
             for w in range(group):
-                c += _popcount(words[b, w0 + w, r] & planes[w0 + w, PLANES - 1])
+                c += _popcount(words[b, w0 + w, r] & planes[w0 + w, PLANES - 1])  # type: ignore[call-arg]
             s -= np.int64(c) << (PLANES - 1)
             if first:
                 acc[r] = s
@@ -157,7 +159,7 @@ def _collect(words, planes, n, absolute, k, window, queue, shared, ids, values):
     count = 0
     settled = 0  # candidates at the last raise of the threshold
     while True:
-        b = _take(queue)
+        b = _take(queue)  # type: ignore[call-arg,var-annotated]
         if b >= n_blocks:
             break
         _score_block(words, b, planes, acc)
@@ -310,7 +312,8 @@ def _threaded(serial, parallel, threads: int, n_blocks: int, *args):
     if threads <= 1 or n_blocks < _PARALLEL_BLOCKS:
         return serial(*args)
     before = get_num_threads()
-    set_num_threads(min(threads, config.NUMBA_NUM_THREADS))
+    # numba.config sets its options as module attributes at import
+    set_num_threads(min(threads, config.NUMBA_NUM_THREADS))  # type: ignore[attr-defined]
     try:
         return parallel(*args)
     finally:

@@ -30,14 +30,16 @@ class IndexBase(abc.ABC):
     #: Registry name, as accepted by ``make_index``.
     kind: str = ""
 
-    def __init__(self, dimension: int, *, private: bool = False) -> None:
+    def __init__(self, dimension: int | None, *, private: bool = False) -> None:
         if not isinstance(private, bool):
             raise TypeError(f"private must be a bool, got {type(private).__name__}")
-        self._dimension = dimension
+        self._dimension = dimension  # None: set by the first add (FlatIndex)
         self.private = private
 
     @property
     def dimension(self) -> int:
+        if self._dimension is None:
+            raise ValueError("the index has no dimension yet: add keys first")
         return self._dimension
 
     @property
@@ -85,7 +87,8 @@ class IndexBase(abc.ABC):
         try:
             os.fchmod(fd, replacement_mode(target))
             with os.fdopen(fd, "wb") as handle:
-                np.savez(handle, **arrays)
+                # numpy's hints fear a member named allow_pickle; none is
+                np.savez(handle, **arrays)  # type: ignore[arg-type]
             os.replace(tmp, target)
         except BaseException:
             if os.path.exists(tmp):

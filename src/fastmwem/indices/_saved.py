@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import os
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Collection
 
 import numpy as np
 
@@ -132,8 +132,8 @@ class SavedArchive:
                                  f"it holds {info.file_size - offset}")
         return _Header(info, dtype, tuple(shape), bool(fortran), offset)
 
-    def expect(self, spec: Mapping[str, str]) -> None:
-        """Refuse unless the members are exactly the keys of ``spec`` (values: their roles)."""
+    def expect(self, spec: Collection[str]) -> None:
+        """Refuse unless the members are exactly the names in ``spec``."""
         missing = sorted(set(spec) - set(self.headers))
         extra = sorted(set(self.headers) - set(spec))
         if missing:

@@ -16,7 +16,9 @@ import json
 import math
 import os
 import tempfile
+from collections.abc import Callable
 from types import ModuleType
+from typing import Any
 
 import numpy as np
 
@@ -120,23 +122,31 @@ class _AdapterBase(IndexBase):
             self._store = dense
         self._store.add(arr)
 
-    def _add_in_chunks(self, vectors: np.ndarray, add_chunk, label: str) -> None:
-        label = f"building {label}" if self.progress else None
-        for start, chunk in row_blocks(vectors, _ADD_CHUNK, progress=label):
+    def _stored(self) -> FlatIndex | BitPackedIndex:
+        """The exact key store; an empty one before the first ``add``."""
+        if self._store is None:
+            return FlatIndex(self.dimension, private=self.private)
+        return self._store
+
+    def _add_in_chunks(self, vectors: np.ndarray, add_chunk: Callable[[np.ndarray, int], None],
+                       label: str) -> None:
+        desc = f"building {label}" if self.progress else None
+        for start, chunk in row_blocks(vectors, _ADD_CHUNK, progress=desc):
             add_chunk(chunk, start)
 
     def _rescored(self, ids: np.ndarray, v: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         ids = np.unique(ids[ids >= 0]).astype(np.int64)
-        return best_k(ids, self._store._exact(ids, v), k)
+        return best_k(ids, self._stored()._exact(ids, v), k)
 
     def score(self, ids: object, query: object) -> np.ndarray:
         """Exact float64 inner products of the keys ``ids`` with ``query``."""
         idx, vec = self._check_score(ids, query)
-        return self._store._exact(idx, vec)
+        return self._stored()._exact(idx, vec)
 
     def _store_payload(self) -> dict[str, np.ndarray]:
-        return {"store_kind": np.array(self._store.kind),
-                **{f"store_{k}": v for k, v in self._store._payload().items()}}
+        store = self._stored()
+        return {"store_kind": np.array(store.kind),
+                **{f"store_{k}": v for k, v in store._payload().items()}}
 
 
 def _saved_store(dimension: int, archive: SavedArchive, graph: str,
@@ -181,9 +191,11 @@ def _store_norms(store: FlatIndex | BitPackedIndex) -> tuple[float, float, float
     return norms
 
 
-def _same_keys(store: FlatIndex | BitPackedIndex, vectors: np.ndarray) -> bool:
+def _same_keys(store: FlatIndex | BitPackedIndex, vectors: np.ndarray | None) -> bool:
     """Whether ``vectors`` are the stored keys in float32, as the exact faiss search needs."""
-    keys = store._keys if isinstance(store, FlatIndex) else store.packed
+    if vectors is None:  # a flat structure always has them
+        return False
+    keys = store._stored() if isinstance(store, FlatIndex) else store.packed
     for start, block in row_blocks(keys):
         if isinstance(store, BitPackedIndex):
             block = np.unpackbits(block, axis=1, count=store.dimension)
@@ -234,7 +246,7 @@ class FaissIndex(_AdapterBase):
                              f"{str(exc).splitlines()[-1]}") from None
         self._setup(faiss, built, factory, metric, max_norm, params, threads)
 
-    def _setup(self, faiss: ModuleType, index: object, factory: str, metric: str,
+    def _setup(self, faiss: ModuleType, index: Any, factory: str, metric: str,
                max_norm: float | None, params: dict[str, float] | None,
                threads: int | None) -> None:
         self._faiss = faiss
@@ -310,7 +322,7 @@ class FaissIndex(_AdapterBase):
             threshold = approx[min(k, ids.size) - 1] - window
             if depth >= n or approx[-1] < threshold:
                 cand = ids[(approx >= threshold) & (ids >= 0)]
-                return best_k(cand, self._store._exact(cand, v), k)
+                return best_k(cand, self._stored()._exact(cand, v), k)
             depth = min(n, 4 * depth)
 
     def search(self, queries: object, k: object) -> tuple[np.ndarray, np.ndarray]:

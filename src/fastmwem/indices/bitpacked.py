@@ -56,8 +56,8 @@ def _numpy_scan(words: np.ndarray, table: np.ndarray, absolute: bool) -> np.ndar
         acc = out[s:s + _GROUP]
         for j in range(tables.shape[0]):
             acc += np.take(tables[j], _byte_column(words[s:s + _GROUP], j))
-    out = out.reshape(-1)
-    return np.abs(out, out=out) if absolute else out
+    flat = out.reshape(-1)
+    return np.abs(flat, out=flat) if absolute else flat
 
 
 def _numpy_rows(words: np.ndarray, ids: np.ndarray) -> np.ndarray:
@@ -182,7 +182,7 @@ class BitPackedIndex(ExactScanIndex):
         self.backend = "numba" if kernels is not None else "numpy"
         self.threads = threads
         self._kernels = kernels
-        self._n_bytes = -(-self._dimension // 8)
+        self._n_bytes = -(-self.dimension // 8)
         # words[b, w, r] = word w (packed bytes 8w .. 8w + 7, little-endian) of key b * BLOCK + r
         self._words = np.zeros((0, -(-self._n_bytes // 8), BLOCK), dtype=np.uint64)
         self._n = 0
@@ -269,14 +269,21 @@ class BitPackedIndex(ExactScanIndex):
 
     def _planes(self, v: np.ndarray) -> tuple[np.ndarray, int]:
         """The compiled scan's bit planes of ``v`` and its window (integer units)."""
-        q, residual, l1 = _plane_quantize(self._padded(v), self._kernels.PLANES)
+        kernels = self._numba()
+        q, residual, l1 = _plane_quantize(self._padded(v), kernels.PLANES)
         # Integer scores are within residual of <key, v 2^p>, and score() within the rounding
         # bound; the + 1 covers scaled entries of v below the normal float range.
         window = math.floor(2.0 * (residual + self._exact_rounding(l1))) + 1
-        return self._kernels.bit_planes(q, self._words.shape[1]), window
+        return kernels.bit_planes(q, self._words.shape[1]), window
 
     def _threads(self) -> int:
-        return self.threads or self._kernels.default_threads()
+        return self.threads or self._numba().default_threads()
+
+    def _numba(self) -> ModuleType:
+        """The compiled kernels (``indices._bitkernels_numba``)."""
+        if self._kernels is None:  # only the numba backend's paths get here
+            raise RuntimeError("the numba kernels are not loaded")
+        return self._kernels
 
     def _scan(self, v: np.ndarray, absolute: bool) -> tuple[np.ndarray, float]:
         if self._kernels is not None:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
+from typing import Any, TypeAlias
 
 from fastmwem._validation import check_int
 from fastmwem.indices._checks import check_dimension, check_keys
-from fastmwem.indices._common import FORMAT, IndexBase
+from fastmwem.indices._common import FORMAT
 from fastmwem.indices._saved import (
     MAX_INDEX_BYTES,
     IndexFileError,
@@ -20,12 +21,15 @@ from fastmwem.indices.flat import FlatIndex
 
 __all__ = ["make_index", "load_index", "INDEX_SPECS", "IndexFileError", "MAX_INDEX_BYTES"]
 
+#: What ``make_index`` and ``load_index`` return.
+Index: TypeAlias = FlatIndex | BitPackedIndex | FaissIndex | HnswlibIndex
+
 #: The names ``make_index`` accepts (``faiss:`` takes any faiss index_factory string).
 INDEX_SPECS = ("flat", "bitpacked", "faiss:<factory string>", "hnswlib")
 
 
 def make_index(spec: str, keys: object = None, *, dimension: int | None = None,
-               private: bool = False, **options: object) -> IndexBase:
+               private: bool = False, **options: Any) -> Index:
     """Build an index by name and, if ``keys`` are given, add them.
 
     Args:
@@ -58,22 +62,25 @@ def make_index(spec: str, keys: object = None, *, dimension: int | None = None,
         raise ValueError("make_index needs keys or a dimension")
     d = check_dimension(dimension)
     if spec.startswith("faiss:"):
-        index: IndexBase = FaissIndex(spec[len("faiss:"):], d, private=private, **options)
+        index: Index = FaissIndex(spec[len("faiss:"):], d, private=private, **options)
     else:
-        cls = {"flat": FlatIndex, "bitpacked": BitPackedIndex, "hnswlib": HnswlibIndex}[spec]
+        classes: dict[str, type[FlatIndex] | type[BitPackedIndex] | type[HnswlibIndex]] = {
+            "flat": FlatIndex, "bitpacked": BitPackedIndex, "hnswlib": HnswlibIndex}
+        cls = classes[spec]
         index = cls(d, private=private, **options)
     if arr is not None:
         index.add(arr)
     return index
 
 
-_CLASSES = {cls.kind: cls for cls in (FlatIndex, BitPackedIndex, FaissIndex, HnswlibIndex)}
+_CLASSES: dict[str, type[Index]] = {
+    cls.kind: cls for cls in (FlatIndex, BitPackedIndex, FaissIndex, HnswlibIndex)}
 # faiss and hnswlib take 32-bit dimensions
 _MAX_DIMENSION = 2**31 - 1
 
 
 def load_index(path: str | os.PathLike[str], *, max_bytes: int = MAX_INDEX_BYTES,
-               **options: object) -> IndexBase:
+               **options: Any) -> Index:
     """Load an index written by ``save`` (``options`` as for ``make_index``, e.g. ``backend``).
 
     The file is not trusted: its archive members, their sizes, dtypes and shapes are checked

@@ -71,12 +71,6 @@ class FlatIndex(ExactScanIndex):
         return 0 if self._keys is None else int(self._keys.shape[0])
 
     @property
-    def dimension(self) -> int:
-        if self._dimension is None:
-            raise ValueError("the index has no dimension yet: add keys first")
-        return self._dimension
-
-    @property
     def storage(self) -> np.dtype:
         """dtype the keys are kept in (float32 when lossless)."""
         return np.dtype(np.float32) if self._keys is None else self._keys.dtype
@@ -105,7 +99,7 @@ class FlatIndex(ExactScanIndex):
         return np.empty((0, self.dimension)) if self._keys is None else self._keys.astype(np.float64)
 
     def _scan(self, v: np.ndarray, absolute: bool) -> tuple[np.ndarray, float]:
-        keys = self._keys
+        keys = self._stored()
         d = keys.shape[1]
         top = float(np.abs(v).max())
         # Scaling by a power of two is exact and keeps |v'| < 1: no overflow of a float32 sum
@@ -125,11 +119,17 @@ class FlatIndex(ExactScanIndex):
         exact_error = gamma(d + 1, U64) * spread
         return approx, 2.0 * (scan_error + exact_error) * (1.0 + 1e-9)
 
+    def _stored(self) -> np.ndarray:
+        """The stored keys; none (a 0-row matrix) before the first ``add``."""
+        if self._keys is None:
+            return np.empty((0, self.dimension), dtype=self.storage)
+        return self._keys
+
     def _exact(self, ids: np.ndarray, v: np.ndarray) -> np.ndarray:
-        return exact_dot(self._keys[ids], v)
+        return exact_dot(self._stored()[ids], v)
 
     def _payload(self) -> dict[str, np.ndarray]:
-        return {"keys": self._keys}
+        return {"keys": self._stored()}
 
     @classmethod
     def from_archive(cls, dimension: int, archive: SavedArchive, *, prefix: str = "",

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import cast
+
 from fastmwem._validation import check_epsilon, check_probability
 from fastmwem.lp._checks import check_choice, check_delta, check_real
 from fastmwem.lp._solve import Budget
@@ -46,8 +49,9 @@ def objective_range(value: object, default: tuple[float, float] | None,
         return default
     if isinstance(value, (str, bytes)) or not hasattr(value, "__len__") or len(value) != 2:
         raise TypeError("objective_range must be a pair (lo, hi)")
-    lo = check_real(value[0], "objective_range[0]")
-    hi = check_real(value[1], "objective_range[1]")
+    pair = cast("Sequence[object]", value)  # a sized value, indexed as a pair
+    lo = check_real(pair[0], "objective_range[0]")
+    hi = check_real(pair[1], "objective_range[1]")
     if not lo < hi:
         raise ValueError(f"objective_range must have lo < hi, got ({lo}, {hi})")
     return lo, hi

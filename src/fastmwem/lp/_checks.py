@@ -72,6 +72,9 @@ def _vector(values: object, name: str, length: int | None, what: str) -> np.ndar
     return _finite(arr, name).astype(np.float64, copy=False)
 
 
+_NEEDS_C = "c is required: the public costs, one per variable"
+
+
 @dataclass(frozen=True)
 class LPData:
     """A checked LP ``c @ x`` subject to ``A @ x <= b``: ``A`` is float32 or float64."""
@@ -79,6 +82,13 @@ class LPData:
     c: np.ndarray | None
     A: np.ndarray
     b: np.ndarray
+
+    @property
+    def objective(self) -> np.ndarray:
+        """``c``, which the optimising solvers and the constraint-private model need."""
+        if self.c is None:
+            raise TypeError(_NEEDS_C)
+        return self.c
 
     @property
     def m(self) -> int:

@@ -12,7 +12,7 @@ from fastmwem.accounting import Accountant
 from fastmwem.lp.budget import PrivacyPlan, accountant_kind, plan_privacy
 from fastmwem.lp.result import LPProbe, LPResult, LPRound, total_event, violation_summary
 from fastmwem.mechanisms.seeding import check_rng
-from fastmwem.random import make_rng
+from fastmwem.random import RNGLike, make_rng
 
 __all__ = ["Outcome", "Budget", "solve", "bisect_objective"]
 
@@ -39,7 +39,7 @@ class Budget:
     test_fraction: float
 
 
-def _accountant(accountant: object, budget: Budget) -> Accountant:
+def _accountant(accountant: Accountant | None, budget: Budget) -> Accountant:
     if accountant is None:
         if budget.composition == "zcdp":
             return Accountant(epsilon=budget.epsilon, delta=budget.delta, composition="zcdp")
@@ -49,7 +49,7 @@ def _accountant(accountant: object, budget: Budget) -> Accountant:
     return accountant
 
 
-def solve(*, budget: Budget, em_rounds: int, tests: int, rng: object, accountant: object,
+def solve(*, budget: Budget, em_rounds: int, tests: int, rng: RNGLike, accountant: Accountant | None,
           run: Callable[[PrivacyPlan, np.random.Generator], Outcome], data_A: np.ndarray,
           data_b: np.ndarray, c: np.ndarray | None, setup: dict[str, object],
           name: str = "private_linprog", min_test_epsilon: float = 0.0) -> LPResult:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -33,6 +34,9 @@ from fastmwem.lp.result import LPRound, violation_summary
 from fastmwem.mechanisms.exponential import ExponentialMechanism
 from fastmwem.mechanisms.laplace import Geometric
 from fastmwem.mechanisms.lazy import LazyExponentialMechanism
+
+if TYPE_CHECKING:
+    from fastmwem.indices.base import TopKOracle
 
 __all__ = ["DenseLP", "DenseMWU", "run_dense", "DenseTest", "vertex_selector"]
 
@@ -81,7 +85,7 @@ class DenseMWU:
 
 
 def vertex_selector(lp: DenseLP, *, target: float, epsilon0: float, score_sensitivity: float,
-                    selection: str, oracle: object = None):
+                    selection: str, oracle: TopKOracle | None = None):
     """The dual oracle: a vertex ``j`` by the exponential mechanism on ``q(j) = -<y, V_{:,j}>``
     (``epsilon0``-DP, bounded range, score sensitivity ``score_sensitivity``).
 
@@ -92,6 +96,8 @@ def vertex_selector(lp: DenseLP, *, target: float, epsilon0: float, score_sensit
     if selection == "exponential":
         em = ExponentialMechanism(epsilon=epsilon0, sensitivity=score_sensitivity)
         return lambda y, g: em.select(-target * lp.weighted_columns(y) / lp.c_pos, rng=g)
+    if oracle is None:
+        raise ValueError("selection='lazy' needs an oracle")
     lazy = LazyExponentialMechanism(oracle, epsilon=epsilon0, sensitivity=score_sensitivity)
     return lambda y, g: lazy.select(target * y, rng=g)
 

@@ -21,12 +21,18 @@ The guarantee is always ``(epsilon, delta)``-DP (``epsilon``-DP with ``delta = 0
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from fastmwem._deprecation import renamed_keyword
 from fastmwem.lp import _args
-from fastmwem.lp._checks import check_choice, check_lp
+from fastmwem.lp._checks import _NEEDS_C, check_choice, check_lp
 from fastmwem.lp.result import LPResult
 from fastmwem.lp.solve_dense import dense_feasibility, dense_linprog
 from fastmwem.lp.solve_scalar import scalar_feasibility, scalar_linprog
+
+if TYPE_CHECKING:
+    from fastmwem.accounting import Accountant
+    from fastmwem.random import RNGLike
 
 __all__ = ["private_linprog", "scalar_feasibility", "dense_feasibility"]
 
@@ -34,8 +40,8 @@ __all__ = ["private_linprog", "scalar_feasibility", "dense_feasibility"]
 def private_linprog(c: object, A_ub: object = None, b_ub: object = None, *, A_lb: object = None,
                     b_lb: object = None, epsilon: float, delta: float, neighbors: str = "scalar",
                     selection: str = "exponential", index: str | None = None,
-                    rounds: int | None = None, width: float | None = None, rng: object = None,
-                    accountant: object = None, sensitivity: float | None = None,
+                    rounds: int | None = None, width: float | None = None, rng: RNGLike = None,
+                    accountant: Accountant | None = None, sensitivity: float | None = None,
                     density: float | None = None, entry_bound: float | None = None,
                     max_constraints: int | None = None,
                     objective_range: tuple[float, float] | None = None, probes: int = 8,
@@ -101,6 +107,8 @@ def private_linprog(c: object, A_ub: object = None, b_ub: object = None, *, A_lb
     neighbors = renamed_keyword("privacy", "neighbors", privacy, neighbors,
                                 where="private_linprog", default="scalar")
     model = check_choice(neighbors, "neighbors", ("scalar", "constraint"))
+    if c is None:
+        raise TypeError(_NEEDS_C)
     budget = _args.budget(epsilon, delta, composition, test_fraction)
     common = dict(width=width, rounds=rounds, selection=selection, index=index, probes=probes,
                   objective_range=objective_range, tolerance=tolerance, beta=beta, track=track,

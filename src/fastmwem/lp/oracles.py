@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fastmwem.indices import make_index
+from fastmwem.indices import TopKOracle, make_index
 from fastmwem.lp.warm import WarmStartIndex
 
 __all__ = ["check_index_spec", "scalar_oracle", "dense_oracle", "SCALAR_DEFAULT", "DENSE_DEFAULT"]
@@ -55,7 +55,7 @@ def check_index_spec(index: object, dimension: int, *, scalar: bool) -> str:
 
 
 def scalar_oracle(A: np.ndarray, b: np.ndarray, spec: str, *, objective: np.ndarray | None = None
-                  ) -> object:
+                  ) -> TopKOracle:
     """A private oracle over the scalar LP's rows, for queries ``[x, 1]``.
 
     With ``objective`` (the public ``c``), one more key stands for the objective row
@@ -83,7 +83,7 @@ def scalar_oracle(A: np.ndarray, b: np.ndarray, spec: str, *, objective: np.ndar
     return make_index(spec, keys, private=True, **({"progress": False} if spec != "flat" else {}))
 
 
-def dense_oracle(A: np.ndarray, c_pos: np.ndarray, spec: str) -> object:
+def dense_oracle(A: np.ndarray, c_pos: np.ndarray, spec: str) -> TopKOracle:
     """A private oracle over the d vertex keys ``-A_{:,j} / c'_j`` (dimension m), for queries
     ``z y`` (target ``z``, dense distribution ``y``): the scores are the dual oracle's."""
     keys = -(np.asarray(A, dtype=np.float64) / c_pos).T

@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -33,6 +34,9 @@ from fastmwem.lp.warm import WarmStartIndex
 from fastmwem.mechanisms.exponential import ExponentialMechanism
 from fastmwem.mechanisms.laplace import Laplace
 from fastmwem.mechanisms.lazy import LazyExponentialMechanism
+
+if TYPE_CHECKING:
+    from fastmwem.indices.base import TopKOracle
 
 __all__ = ["ScalarRows", "scalar_selector", "run_primal", "ScalarTest"]
 
@@ -70,7 +74,7 @@ class ScalarRows:
 
 
 def scalar_selector(rows: ScalarRows, *, epsilon0: float, sensitivity: float, selection: str,
-                    oracle: object = None, target: float | None = None) -> Selector:
+                    oracle: TopKOracle | None = None, target: float | None = None) -> Selector:
     """The per-round choice of a constraint: ``epsilon0``-DP, bounded range, exactly the
     exponential mechanism on ``A_i x - b_i`` with score sensitivity ``sensitivity``.
 
@@ -86,6 +90,8 @@ def scalar_selector(rows: ScalarRows, *, epsilon0: float, sensitivity: float, se
         tail = np.array([1.0])
     else:
         tail = np.array([1.0]) if target is None else np.array([1.0, -target])
+    if oracle is None:
+        raise ValueError("selection='lazy' needs an oracle")
     lazy = LazyExponentialMechanism(oracle, epsilon=epsilon0, sensitivity=sensitivity)
     return lambda x, g: lazy.select(np.concatenate([x, tail]), rng=g)
 
@@ -165,6 +171,6 @@ def objective_rows(A: np.ndarray, b: np.ndarray, c: np.ndarray | None,
     return ScalarRows(A, b, c[None, :], np.array([float(target)]))
 
 
-def build_oracle(A: np.ndarray, b: np.ndarray, spec: str, c: np.ndarray | None) -> object:
+def build_oracle(A: np.ndarray, b: np.ndarray, spec: str, c: np.ndarray | None) -> TopKOracle:
     """The private oracle a lazy scalar solve queries (see :func:`scalar_selector`)."""
     return scalar_oracle(A, b, spec, objective=c)

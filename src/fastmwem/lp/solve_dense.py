@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -24,6 +25,11 @@ from fastmwem.lp.dense import DenseLP, DenseTest, run_dense, vertex_selector
 from fastmwem.lp.oracles import check_index_spec, dense_oracle
 from fastmwem.lp.result import LPResult
 from fastmwem.lp.theory import dense_alpha
+
+if TYPE_CHECKING:
+    from fastmwem.accounting import Accountant
+    from fastmwem.indices.base import TopKOracle
+    from fastmwem.random import RNGLike
 
 __all__ = ["dense_feasibility", "dense_linprog"]
 
@@ -56,7 +62,7 @@ class _DenseSetup:
 
 def _dense_setup(data: LPData, *, density, entry_bound, max_constraints, width, rounds,
                  selection, index, largest_target: float) -> _DenseSetup:
-    c, A, b = data.c, data.A, data.b
+    c, A, b = data.objective, data.A, data.b
     if np.any(c >= 0):
         j = int(np.argmax(c >= 0))
         raise ValueError(f"neighbors='constraint' solves packing LPs (maximise -c @ x): c must be "
@@ -86,7 +92,7 @@ def _dense_setup(data: LPData, *, density, entry_bound, max_constraints, width, 
     return _DenseSetup(DenseLP(A, b, -c), s, bound, big_m, w, t, sel, spec)
 
 
-def _dense_probe(setup: _DenseSetup, oracle: object, epsilon0: float, generator, track: bool):
+def _dense_probe(setup: _DenseSetup, oracle: TopKOracle | None, epsilon0: float, generator, track: bool):
     def probe(target: float, j: int):
         z = -target
         select = vertex_selector(setup.lp, target=z, epsilon0=epsilon0,
@@ -102,7 +108,7 @@ def dense_feasibility(c: object, A_ub: object, b_ub: object, *, target: float, e
                       delta: float, density: float, entry_bound: float, max_constraints: int,
                       width: float, rounds: int | None = None, selection: str = "exponential",
                       index: str | None = None, composition: str = "advanced",
-                      rng: object = None, accountant: object = None,
+                      rng: RNGLike = None, accountant: Accountant | None = None,
                       track: bool = False) -> LPResult:
     """Constraint-private feasibility at one objective value (Algorithms C1/C2): ``x >= 0`` with
     ``c @ x = target`` and ``A x <= b + alpha`` on all but fewer than ``density`` rows.

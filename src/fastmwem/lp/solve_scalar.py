@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -21,6 +22,11 @@ from fastmwem.lp.scalar import (
     scalar_selector,
 )
 from fastmwem.lp.theory import scalar_alpha
+
+if TYPE_CHECKING:
+    from fastmwem.accounting import Accountant
+    from fastmwem.indices.base import TopKOracle
+    from fastmwem.random import RNGLike
 
 __all__ = ["scalar_feasibility", "scalar_linprog"]
 
@@ -57,7 +63,7 @@ def _scalar_setup(data: LPData, *, sensitivity: object, width: object, rounds: o
     return _ScalarSetup(data, sens, max(w, extra_width), t, sel, spec)
 
 
-def _primal_probe(setup: _ScalarSetup, oracle: object, epsilon0: float, generator,
+def _primal_probe(setup: _ScalarSetup, oracle: TopKOracle | None, epsilon0: float, generator,
                   track: bool):
     data = setup.data
 
@@ -73,8 +79,8 @@ def _primal_probe(setup: _ScalarSetup, oracle: object, epsilon0: float, generato
 def scalar_feasibility(A_ub: object, b_ub: object, *, epsilon: float, delta: float,
                        sensitivity: float, width: float, rounds: int | None = None,
                        selection: str = "exponential", index: str | None = None,
-                       composition: str = "advanced", rng: object = None,
-                       accountant: object = None, track: bool = False, A_lb: object = None,
+                       composition: str = "advanced", rng: RNGLike = None,
+                       accountant: Accountant | None = None, track: bool = False, A_lb: object = None,
                        b_lb: object = None) -> LPResult:
     """Scalar-private feasibility (Algorithms S1/S2): ``x`` in the simplex with
     ``A x <= b + alpha``.
@@ -119,7 +125,7 @@ def scalar_feasibility(A_ub: object, b_ub: object, *, epsilon: float, delta: flo
 def scalar_linprog(data: LPData, budget: Budget, *, sensitivity, width, rounds, selection, index,
                     probes, objective_range, tolerance, beta, track, rng,
                     accountant) -> LPResult:
-    c = data.c
+    c = data.objective
     k = check_int(probes, "probes", minimum=0)
     lo, hi = _args.objective_range(objective_range, (float(c.min()), float(c.max())))
     if objective_range is None and not lo < hi:

@@ -262,7 +262,7 @@ class WarmStartIndex(IndexBase):
     def _prefix(self, v: np.ndarray, k: int) -> int | None:
         """How many region keys (in level-1 order) can hold the top k at ``v``; None when keys
         outside the region could."""
-        if self._v0 is None or k > self._sorted.size:
+        if self._v0 is None or self._v1 is None or k > self._sorted.size:
             return None
         w1 = self._distance(v, self._v1, self._err1)
         lower = self._sorted[k - 1] - w1  # the k-th best exact score is at least this

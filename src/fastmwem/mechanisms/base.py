@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 
 from fastmwem.accounting import Accountant, PrivacyEvent
+
+if TYPE_CHECKING:
+    from fastmwem.random import RNGLike
 
 __all__ = ["Selector", "charge"]
 
@@ -22,7 +25,7 @@ class Selector(Protocol):
     @property
     def privacy(self) -> PrivacyEvent: ...
 
-    def select(self, scores: np.ndarray, *, rng: object = None,
+    def select(self, scores: np.ndarray, *, rng: RNGLike = None,
                accountant: Accountant | None = None) -> int: ...
 
 

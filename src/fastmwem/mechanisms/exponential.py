@@ -11,7 +11,7 @@ import numpy as np
 from fastmwem._validation import check_epsilon, check_positive, check_scores
 from fastmwem.accounting import Accountant, BoundedRange, PureDP
 from fastmwem.mechanisms.base import charge
-from fastmwem.random import make_rng
+from fastmwem.random import RNGLike, make_rng
 
 __all__ = ["ExponentialMechanism", "PermuteAndFlip"]
 
@@ -106,7 +106,7 @@ class ExponentialMechanism(_ScoreSelector):
         """The exact output law."""
         return np.exp(self.log_probabilities(scores))
 
-    def select(self, scores: object, *, rng: object = None,
+    def select(self, scores: object, *, rng: RNGLike = None,
                accountant: Accountant | None = None) -> int:
         """Return one index drawn from the mechanism's law."""
         values = check_scores(scores)
@@ -161,7 +161,7 @@ class PermuteAndFlip(_ScoreSelector):
             out[i] = accept[i] * avg
         return out / out.sum()
 
-    def select(self, scores: object, *, rng: object = None,
+    def select(self, scores: object, *, rng: RNGLike = None,
                accountant: Accountant | None = None) -> int:
         """Return one index drawn from the mechanism's law."""
         values = check_scores(scores)

@@ -14,15 +14,16 @@ no precision leak as with floating-point noise (Mironov 2012).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from fastmwem._validation import check_positive
 from fastmwem.accounting import ZCDP, Accountant, exact
 from fastmwem.mechanisms.base import charge
-from fastmwem.random import make_rng
+from fastmwem.random import RNGLike, make_rng
 
 __all__ = ["DiscreteGaussian", "sample_discrete_gaussian", "discrete_gaussian_pmf",
            "SIGMA2_DENOMINATOR", "MAX_SIGMA2"]
@@ -160,6 +161,9 @@ class DiscreteGaussian:
 
     rho: object
     sensitivity: float = 1.0
+    if TYPE_CHECKING:  # set by __post_init__
+        sigma2: Fraction = field(init=False)
+        _sensitivity: Fraction = field(init=False)
 
     def __post_init__(self) -> None:
         rho = exact(self.rho, "rho")
@@ -176,14 +180,14 @@ class DiscreteGaussian:
     @property
     def sigma(self) -> float:
         """The noise's scale parameter ``sigma`` (as a float, for error estimates)."""
-        return math.sqrt(float(self.sigma2))  # type: ignore[attr-defined]
+        return math.sqrt(float(self.sigma2))
 
     @property
     def privacy(self) -> ZCDP:
-        sens = self._sensitivity  # type: ignore[attr-defined]
-        return ZCDP(sens * sens / (2 * self.sigma2))  # type: ignore[attr-defined]
+        sens = self._sensitivity
+        return ZCDP(sens * sens / (2 * self.sigma2))
 
-    def release(self, value: object, *, rng: object = None,
+    def release(self, value: object, *, rng: RNGLike = None,
                 accountant: Accountant | None = None) -> int | np.ndarray:
         """Return ``value`` plus independent discrete Gaussian noise (int64 entries).
 
@@ -200,6 +204,6 @@ class DiscreteGaussian:
             raise ValueError("value must hold integers within +-2**53 for the discrete Gaussian")
         generator = make_rng(rng)
         charge(accountant, self.privacy, "discrete gaussian")
-        noise = sample_discrete_gaussian(self.sigma2, int(arr.size), generator)  # type: ignore[attr-defined]
+        noise = sample_discrete_gaussian(self.sigma2, int(arr.size), generator)
         noisy = np.rint(arr).astype(np.int64) + np.asarray(noise, dtype=np.int64).reshape(arr.shape)
         return int(noisy) if noisy.ndim == 0 else noisy

@@ -29,7 +29,7 @@ from fastmwem.mechanisms.discrete import (
     discrete_laplace_scale,
     sample_discrete_laplace,
 )
-from fastmwem.random import make_rng
+from fastmwem.random import RNGLike, make_rng
 
 __all__ = ["Laplace", "Geometric", "GRID_BITS", "MAX_GRID_STEPS"]
 
@@ -183,7 +183,7 @@ class Laplace:
         """The grid an output of ``entries`` entries lies on (1 for ``integer=True``)."""
         return Fraction(1) if self.integer else grid_of(self.sensitivity, entries)
 
-    def release(self, value: object, *, rng: object = None,
+    def release(self, value: object, *, rng: RNGLike = None,
                 accountant: Accountant | None = None) -> float | np.ndarray:
         """Return ``value`` plus independent noise (a float for a scalar input)."""
         arr = _values(value, integer=False).astype(np.float64)
@@ -267,7 +267,7 @@ class Geometric:
         """The exact scale ``b`` of the noise (``sensitivity / epsilon``, rounded up)."""
         return _exact_scale(int(self.sensitivity), self.epsilon)
 
-    def release(self, value: object, *, rng: object = None,
+    def release(self, value: object, *, rng: RNGLike = None,
                 accountant: Accountant | None = None) -> int | np.ndarray:
         """Return ``value`` plus independent two-sided geometric noise."""
         arr = _integers(value, self.MAX_VALUE)

@@ -27,7 +27,7 @@ import math
 import numbers
 import warnings
 from dataclasses import KW_ONLY, dataclass
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, cast
 
 import numpy as np
 
@@ -36,10 +36,10 @@ from fastmwem._validation import check_epsilon, check_int, check_positive, check
 from fastmwem.accounting import Accountant, BoundedRange, PureDP, exact
 from fastmwem.mechanisms.base import charge
 from fastmwem.mechanisms.exponential import _log_weights
-from fastmwem.random import make_rng
+from fastmwem.random import RNGLike, make_rng
 
 if TYPE_CHECKING:  # the oracle protocol lives in indices/, a peer layer: typing only
-    from fastmwem.indices.base import TopKOracle
+    from fastmwem.indices.base import AbsTopKOracle, TopKOracle
 
 __all__ = [
     "LazyExponentialMechanism",
@@ -76,7 +76,7 @@ class Uncertified(BoundedRange):
 class LazyStats(NamedTuple):
     """What one lazy selection did (for benchmarks and tests; never data to release)."""
 
-    index: int
+    index: int  # type: ignore[assignment]  # the field shadows tuple.index, on purpose
     n_candidates: int  # candidates left after exclusions
     k: int  # size of the top set searched
     n_tail: int  # tail candidates drawn (t)
@@ -122,7 +122,7 @@ def _distinct_ids(generator: np.random.Generator, n: int, forbidden: np.ndarray,
     return np.fromiter(chosen, dtype=np.int64, count=t)
 
 
-def _merged_top(ids: object, scores: object, k: int, excluded: np.ndarray,
+def _merged_top(ids: np.ndarray, scores: np.ndarray, k: int, excluded: np.ndarray,
                 oracle: object) -> tuple[np.ndarray, np.ndarray]:
     """The ``k`` best of candidate (ids, scores) as an oracle returned them (padding ``-1``, an
     id possibly listed twice), excluded ids dropped: best first, ties by id."""
@@ -169,8 +169,9 @@ def _check_oracle(oracle: object) -> None:
     if missing:
         raise TypeError(f"oracle must be a top-k oracle (indices.TopKOracle); "
                         f"{type(oracle).__name__} lacks {', '.join(missing)}")
-    if not isinstance(oracle.exact, bool):
-        raise TypeError(f"oracle.exact must be a bool, got {type(oracle.exact).__name__}")
+    exact = getattr(oracle, "exact", None)
+    if not isinstance(exact, bool):
+        raise TypeError(f"oracle.exact must be a bool, got {type(exact).__name__}")
 
 
 def _check_flag(value: object, name: str) -> None:
@@ -272,7 +273,7 @@ class LazyExponentialMechanism:
         if gap is None:
             return None
         if isinstance(gap, bool) or not isinstance(gap, numbers.Real) or not (
-                math.isfinite(gap) and gap >= 0):
+                math.isfinite(gap) and float(gap) >= 0):
             raise ValueError(f"oracle.certified_gap must be None or a finite number >= 0, "
                              f"got {gap!r}")
         return float(gap)
@@ -362,7 +363,8 @@ class LazyExponentialMechanism:
 
     def _search_abs(self, v: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray]:
         """The oracle's top-``depth`` keys by ``|score|``: ids and signed scores, no padding."""
-        scores, ids = self.oracle.search_abs(v[None, :], depth)
+        # Called only for an oracle that has search_abs (checked where it is called).
+        scores, ids = cast("AbsTopKOracle", self.oracle).search_abs(v[None, :], depth)
         ids = np.asarray(ids[0], dtype=np.int64)
         scores = np.asarray(scores[0], dtype=np.float64)
         keep = ids >= 0
@@ -399,7 +401,7 @@ class LazyExponentialMechanism:
         return _merged_top(ids, scores, k, excluded, self.oracle)
 
     # -- sampling ----------------------------------------------------------------------------
-    def select(self, query_vector: object, *, rng: object = None, exclude: object = None,
+    def select(self, query_vector: object, *, rng: RNGLike = None, exclude: object = None,
                accountant: Accountant | None = None) -> int:
         """Return one candidate id drawn from the mechanism's law.
 
@@ -414,7 +416,7 @@ class LazyExponentialMechanism:
         return self.select_with_stats(query_vector, rng=rng, exclude=exclude,
                                       accountant=accountant).index
 
-    def select_with_stats(self, query_vector: object, *, rng: object = None,
+    def select_with_stats(self, query_vector: object, *, rng: RNGLike = None,
                           exclude: object = None,
                           accountant: Accountant | None = None) -> LazyStats:
         """As :meth:`select`, returning the selected id with the work it took."""

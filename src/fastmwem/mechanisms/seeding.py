@@ -16,7 +16,7 @@ import numbers
 import warnings
 
 from fastmwem.data.warnings import PrivacyLeakWarning
-from fastmwem.random import generator_origin
+from fastmwem.random import RNGLike, generator_origin
 
 __all__ = ["SeededRunWarning", "CallerRNGWarning", "is_seed", "rng_provenance", "check_rng",
            "warn_if_seeded"]
@@ -35,12 +35,12 @@ class CallerRNGWarning(PrivacyLeakWarning):
 _last_warned: list[object] = [None]
 
 
-def is_seed(rng: object) -> bool:
+def is_seed(rng: RNGLike) -> bool:
     """Whether ``rng`` is an integer seed (a ``Generator`` or ``None`` is not)."""
     return isinstance(rng, numbers.Integral) and not isinstance(rng, bool)
 
 
-def rng_provenance(rng: object) -> tuple[str, ...]:
+def rng_provenance(rng: RNGLike) -> tuple[str, ...]:
     """Why a release drawn from ``rng`` is not private; ``()`` when it is.
 
     ``()`` for ``None`` or a generator :func:`~fastmwem.random.secure_rng` made;
@@ -59,7 +59,7 @@ def rng_provenance(rng: object) -> tuple[str, ...]:
     return () if origin == "os" else ("seeded",) if origin == "seed" else ("caller_rng",)
 
 
-def check_rng(rng: object, what: str, *, stacklevel: int = 3) -> tuple[str, ...]:
+def check_rng(rng: RNGLike, what: str, *, stacklevel: int = 3) -> tuple[str, ...]:
     """:func:`rng_provenance` of ``rng``, warning first when it is not private.
 
     An integer seed warns (:class:`SeededRunWarning`); a caller's ``Generator`` warns
@@ -91,6 +91,6 @@ def check_rng(rng: object, what: str, *, stacklevel: int = 3) -> tuple[str, ...]
     return reasons
 
 
-def warn_if_seeded(rng: object, what: str, *, stacklevel: int = 3) -> bool:
+def warn_if_seeded(rng: RNGLike, what: str, *, stacklevel: int = 3) -> bool:
     """:func:`check_rng` (it warns alike), returning only whether ``rng`` was seeded."""
     return "seeded" in check_rng(rng, what, stacklevel=stacklevel + 1)

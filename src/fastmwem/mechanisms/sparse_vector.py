@@ -22,7 +22,8 @@ shifting the threshold noise by ``sensitivity`` and the above query's noise by
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -30,7 +31,7 @@ from fastmwem._validation import check_epsilon, check_int
 from fastmwem.accounting import Accountant, PureDP
 from fastmwem.mechanisms.base import charge
 from fastmwem.mechanisms.laplace import Geometric
-from fastmwem.random import make_rng
+from fastmwem.random import RNGLike, make_rng
 
 __all__ = ["SparseVector", "SparseVectorRun", "MAX_SV_VALUE", "above_threshold_law"]
 
@@ -64,6 +65,8 @@ class SparseVector:
 
     epsilon: float
     sensitivity: int = 1
+    if TYPE_CHECKING:  # set by __post_init__: the threshold's and the queries' noise
+        _noises: tuple[Geometric, Geometric] = field(init=False)
 
     def __post_init__(self) -> None:
         check_epsilon(self.epsilon)
@@ -80,14 +83,14 @@ class SparseVector:
     @property
     def threshold_noise(self) -> Geometric:
         """The threshold's noise: two-sided geometric of parameter ``epsilon / 2``."""
-        return self._noises[0]  # type: ignore[attr-defined]
+        return self._noises[0]
 
     @property
     def query_noise(self) -> Geometric:
         """Each query's noise: two-sided geometric of parameter ``epsilon / 4``."""
-        return self._noises[1]  # type: ignore[attr-defined]
+        return self._noises[1]
 
-    def start(self, threshold: int, *, rng: object = None,
+    def start(self, threshold: int, *, rng: RNGLike = None,
               accountant: Accountant | None = None) -> SparseVectorRun:
         """Charge ``privacy`` to ``accountant`` (if any), then draw the noisy threshold."""
         t = _integer(threshold, "threshold")
@@ -96,7 +99,7 @@ class SparseVector:
         noisy = int(self.threshold_noise.release(t, rng=generator))
         return SparseVectorRun(self, noisy, generator)
 
-    def resume(self, noisy_threshold: int, *, rng: object = None) -> SparseVectorRun:
+    def resume(self, noisy_threshold: int, *, rng: RNGLike = None) -> SparseVectorRun:
         """A run whose noisy threshold was drawn (and paid for) before, e.g. before a restart.
 
         The noisy threshold is secret state: keep it where the data is kept, never release it.

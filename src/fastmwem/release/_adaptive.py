@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -41,6 +42,10 @@ from fastmwem.release.noise import synthetic_answers
 from fastmwem.release.result import RoundRecord
 from fastmwem.workloads.base import LinearWorkload
 
+if TYPE_CHECKING:
+    from fastmwem.release._private import PrivateView
+    from fastmwem.release.mwem import MWEMConfig
+
 __all__ = ["AdaptiveRun", "run_adaptive"]
 
 
@@ -48,7 +53,7 @@ class AdaptiveRun:
     """An adaptive run's rounds over a prepared chooser (see :func:`run_adaptive`)."""
 
     def __init__(self, run: Run, workload: LinearWorkload, schedule: Annealing, chooser: object,
-                 weights: np.ndarray, config: object) -> None:
+                 weights: np.ndarray, config: MWEMConfig) -> None:
         self.run = run
         self.workload = workload
         self.schedule = schedule
@@ -65,7 +70,7 @@ class AdaptiveRun:
     # -- one measurement ---------------------------------------------------------------------------
     def _measure(self, group: int, share: float, rng: np.random.Generator) -> tuple[object, Measurement]:
         setup, workload = self.run.setup, self.workload
-        mech = self.config.definition.measurement(share, float(setup.sensitivities[group]),  # type: ignore[attr-defined]
+        mech = self.config.definition.measurement(share, float(setup.sensitivities[group]),
                            integer=integer_valued(workload))
         queries = workload.group_queries(group)
         values = np.atleast_1d(np.asarray(
@@ -77,7 +82,7 @@ class AdaptiveRun:
 
     def _record(self, t: int, group: int, select: float, share: float, mech: object,
                 started: float) -> None:
-        pure = isinstance(self.config.definition, PureDefinition)  # type: ignore[attr-defined]
+        pure = isinstance(self.config.definition, PureDefinition)
         self.trace.append(RoundRecord(
             round=t, selected=group, description=self.workload.describe_group(group),
             epsilon_select=select, epsilon_measure=share if pure else None,
@@ -101,7 +106,7 @@ class AdaptiveRun:
         if not ids or len(ids) * Fraction(share) > self.schedule.remaining() / 2:
             return
         started = time.perf_counter()
-        self.schedule.charge([(self.config.definition.event(share),  # type: ignore[attr-defined]
+        self.schedule.charge([(self.config.definition.event(share),
                                f"1-way {self.workload.describe_group(g)}: measure")
                               for g in ids])
         for g in ids:
@@ -112,15 +117,15 @@ class AdaptiveRun:
         self._reuse()
 
     def _reuse(self) -> None:
-        passes = min(self.config.reuse_passes, ADAPTIVE_REUSE_PASSES)  # type: ignore[attr-defined]
-        reuse(self.run, self.workload, self.config.reuse_tolerance, passes)  # type: ignore[attr-defined]
+        passes = min(self.config.reuse_passes, ADAPTIVE_REUSE_PASSES)
+        reuse(self.run, self.workload, self.config.reuse_tolerance, passes)
 
     # -- one round -----------------------------------------------------------------------------------
     def _retune(self, select: float, share: float) -> None:
         """The chooser at this round's epsilon, with penalties for this round's noise."""
         setup = self.run.setup
         sens = setup.sensitivities
-        unit = expected_abs_noise(self.config.definition.measurement(share, 1.0))  # type: ignore[attr-defined]
+        unit = expected_abs_noise(self.config.definition.measurement(share, 1.0))
         penalties = np.minimum(unit * sens * self.cells, 1e300)
         live = setup.candidates
         sensitivity = float((self.weights[live] * sens[live]).max())
@@ -131,16 +136,16 @@ class AdaptiveRun:
         started = time.perf_counter()
         run, setup, workload = self.run, self.run.setup, self.workload
         left = int(np.count_nonzero(self.available))
-        budget = self.schedule.next_round(last=self.config.excludes_measured and left <= 1)  # type: ignore[attr-defined]
-        selection = self.config.round_selection  # type: ignore[attr-defined]
+        budget = self.schedule.next_round(last=self.config.excludes_measured and left <= 1)
+        selection = self.config.round_selection
         self.schedule.charge([
             (selection.event(Fraction(budget.select)), f"round {t}: select ({selection.name})"),
-            (self.config.definition.event(budget.measure), f"round {t}: measure"),  # type: ignore[attr-defined]
+            (self.config.definition.event(budget.measure), f"round {t}: measure"),
         ])
         self._retune(budget.select, budget.measure)
         choice = self.chooser.choose(run.state, selectable(run.state, setup, workload,  # type: ignore[attr-defined]
                                                            self.available), rng)
-        if self.config.excludes_measured:  # type: ignore[attr-defined]
+        if self.config.excludes_measured:
             self.available[choice] = False
         queries = workload.group_queries(choice)
         before = synthetic_answers(run.state, workload, queries, setup.offsets)
@@ -158,7 +163,7 @@ class AdaptiveRun:
         return False
 
 
-def run_adaptive(private: object, workload: LinearWorkload, domain: Domain, config: object,
+def run_adaptive(private: PrivateView, workload: LinearWorkload, domain: Domain, config: MWEMConfig,
                  setup: MWEMSetup, model: str, rng: np.random.Generator, split: dict[str, float],
                  weights: np.ndarray, bar: object) -> tuple[AdaptiveRun, Accountant]:
     """Start the state, measure the 1-way marginals, then run rounds until the budget is spent.
@@ -166,20 +171,20 @@ def run_adaptive(private: object, workload: LinearWorkload, domain: Domain, conf
     Returns the finished rounds and the schedule's accountant (its ledger is every round's
     charge within the ceiling).
     """
-    state, count_std = start_state(private, domain, config, model, rng, split)  # type: ignore[arg-type]
+    state, count_std = start_state(private, domain, config, model, rng, split)
     if model != "dense":
         from fastmwem.release._model import candidate_groups, worth_measuring
 
         setup = worth_measuring(setup, state.total)
-        private.groups = candidate_groups(setup, workload)  # type: ignore[attr-defined]
+        private.groups = candidate_groups(setup, workload)
     chooser = setup.selection.prepare(
-        workload, private, epsilon=split["select"], group_mode=setup.group_mode,  # type: ignore[arg-type]
+        workload, private, epsilon=split["select"], group_mode=setup.group_mode,
         sensitivities=setup.sensitivities, penalties=setup.penalties)
-    private.release()  # type: ignore[attr-defined]
-    schedule = Annealing(config.privacy, config.rounds_budget(), # type: ignore[attr-defined]
-                         config._select_fraction_exact(model),  # type: ignore[attr-defined]
-                         config.round_count(len(domain)),  # type: ignore[attr-defined]
-                         config.select_rho_per_epsilon2() if isinstance(config.definition, ZCDPDefinition)  # type: ignore[attr-defined]
+    private.release()
+    schedule = Annealing(config.privacy, config.rounds_budget(),
+                         config._select_fraction_exact(model),
+                         config.round_count(len(domain)),
+                         config.select_rho_per_epsilon2() if isinstance(config.definition, ZCDPDefinition)
                          else Fraction(1, 8))
     run = Run(state, setup, step=ADAPTIVE_STEP, weighted=True)
     rounds = AdaptiveRun(run, workload, schedule, chooser, weights, config)

@@ -240,9 +240,11 @@ class JunctionTree:
         keep: dict[int, set[int]] = {}
         for a in axes:
             # The top of the subtree of cliques holding a, then the path from it to the root.
-            v = next(iter(self._holding[a]))
-            while self.cliques[v].parent is not None and a in self.cliques[self.cliques[v].parent].axes:  # type: ignore[index]
-                v = self.cliques[v].parent  # type: ignore[assignment]
+            top = next(iter(self._holding[a]))
+            parent = self.cliques[top].parent
+            while parent is not None and a in self.cliques[parent].axes:
+                top, parent = parent, self.cliques[parent].parent
+            v: int | None = top
             while v is not None:
                 keep.setdefault(v, set()).add(a)
                 v = self.cliques[v].parent

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import itertools
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -153,21 +153,21 @@ def match_marginals(codes: np.ndarray, shape: Sequence[int], sets: Sequence[tupl
         warnings.warn('matching the records to the model needs numba (pip install numba): '
                       'the records are written as systematically drawn', stacklevel=3)
         return 0
-    shape = np.asarray(shape, dtype=np.int64)
+    sizes = np.asarray(shape, dtype=np.int64)
     screens = _screening_sets(sets)
-    scored = _layout(codes, shape, sets, marginal, n)
-    screened = _layout(codes, shape, screens, marginal, n)
+    scored = _layout(codes, sizes, sets, marginal, n)
+    screened = _layout(codes, sizes, screens, marginal, n)
     order = rng.permutation(n).astype(np.int64)
-    return int(loop(codes, shape, order, passes, candidates, *scored, *screened))
+    return int(loop(codes, sizes, order, passes, candidates, *scored, *screened))
 
 
-def _cells(axes: Sequence[int], shape: Sequence[int]) -> int:
+def _cells(axes: Iterable[int], shape: Sequence[int]) -> int:
     return int(np.prod([int(shape[a]) for a in axes], dtype=object))
 
 
 def _screening_sets(sets: Sequence[tuple[int, ...]]) -> list[tuple[int, ...]]:
     """The pairs inside the scored sets (a set of one or two attributes screens itself)."""
-    out = set()
+    out: set[tuple[int, ...]] = set()
     for s in sets:
         out.update(itertools.combinations(s, 2) if len(s) > 2 else [s])
     return sorted(out)
@@ -185,7 +185,9 @@ def _layout(codes: np.ndarray, shape: np.ndarray, sets: Sequence[tuple[int, ...]
     axes = np.full((len(sets), width), -1, dtype=np.int64)
     strides = np.zeros((len(sets), width), dtype=np.int64)
     offsets = np.zeros(len(sets), dtype=np.int64)
-    targets, per_attribute, used = [], [[] for _ in shape], 0
+    targets: list[np.ndarray] = []
+    per_attribute: list[list[tuple[int, int]]] = [[] for _ in shape]
+    used = 0
     for i, s in enumerate(sets):
         sizes = shape[list(s)]
         step = np.cumprod(np.concatenate([sizes[1:], [1]])[::-1])[::-1]
@@ -208,7 +210,7 @@ def _layout(codes: np.ndarray, shape: np.ndarray, sets: Sequence[tuple[int, ...]
     return counts, np.concatenate(targets), offsets, axes, strides, ptr, sets_of, stride_of
 
 
-def _compiled_loop() -> Callable[..., object] | None:
+def _compiled_loop() -> Callable[..., int] | None:
     """The compiled matching loop, or ``None`` without numba (imported on first use: loading
     numba takes about half a second, too much for ``import fastmwem``)."""
     try:

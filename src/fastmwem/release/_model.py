@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -26,6 +27,9 @@ from fastmwem.release.factored import marginal_axes
 from fastmwem.release.resources import mwem_resources
 from fastmwem.release.state import MWState, SyntheticState
 from fastmwem.workloads.base import LinearWorkload, groups_of_queries
+
+if TYPE_CHECKING:
+    from fastmwem.release.mwem import MWEMConfig
 
 __all__ = ["check_release_inputs", "check_dataset", "choose_model", "candidate_workload",
            "candidate_kind", "only_supersets",
@@ -59,7 +63,7 @@ def check_dataset(dataset: object, model: str) -> None:
                         "has neither marginal() nor marginals()")
 
 
-def choose_model(config: object, workload: LinearWorkload,
+def choose_model(config: MWEMConfig, workload: LinearWorkload,
                  memory_limit: int | None = None) -> str:
     """The synthetic model of a run: ``config.model``, or for ``"auto"`` dense when it fits.
 
@@ -72,7 +76,7 @@ def choose_model(config: object, workload: LinearWorkload,
             above the dense limit, or options a factored model cannot run (before any charge).
     """
     domain = workload.domain
-    model = config.model  # type: ignore[attr-defined]
+    model = config.model
     structured = marginal_axes(workload) is not None
     if model == "auto":
         fits = domain.dense and (
@@ -91,22 +95,22 @@ def choose_model(config: object, workload: LinearWorkload,
             f"model={model!r} needs a workload with marginal structure (marginals, cuboids, "
             f"ranges, intervals); {type(workload).__name__} has none"
         )
-    if config.output == "average":  # type: ignore[attr-defined]
+    if config.output == "average":
         raise ValueError("output='average' needs a dense histogram (an average of factored "
                          "models is not one); use output='last'")
-    if getattr(config.round_selection, "requires_dense", False):  # type: ignore[attr-defined]
-        raise ValueError(f"selection={config.round_selection.name!r} needs a dense histogram "  # type: ignore[attr-defined]
+    if getattr(config.round_selection, "requires_dense", False):
+        raise ValueError(f"selection={config.round_selection.name!r} needs a dense histogram "
                          f"and the domain has {domain.size} cells; use selection='exponential'")
-    cap = config.max_clique_cells  # type: ignore[attr-defined]
+    cap = config.max_clique_cells
     if cap < max(domain.shape):
         raise ValueError(f"max_clique_cells ({cap}) must be at least the "
                          f"largest attribute size ({max(domain.shape)})")
     return model
 
 
-def candidate_kind(config: object, workload: LinearWorkload, model: str) -> str:
+def candidate_kind(config: MWEMConfig, workload: LinearWorkload, model: str) -> str:
     """``config.candidates`` with ``"auto"`` resolved (see ``MWEMConfig.candidates``)."""
-    wanted = config.candidates  # type: ignore[attr-defined]
+    wanted = config.candidates
     if wanted != "auto":
         return wanted
     if getattr(config, "rounds", 1) is None or model != "dense":
@@ -114,7 +118,7 @@ def candidate_kind(config: object, workload: LinearWorkload, model: str) -> str:
     return "workload"  # mwem_auto's rounds rule may choose supersets instead
 
 
-def candidate_workload(config: object, workload: LinearWorkload,
+def candidate_workload(config: MWEMConfig, workload: LinearWorkload,
                        model: str) -> LinearWorkload:
     """The workload whose groups the rounds select from (see ``MWEMConfig.candidates``)."""
     kind = candidate_kind(config, workload, model)
@@ -123,7 +127,7 @@ def candidate_workload(config: object, workload: LinearWorkload,
                          f"(this run: model {model!r}, rounds {getattr(config, 'rounds', None)})")
     found = (None if kind == "workload" else
              closure_workload(workload) if kind == "closure" else superset_workload(workload))
-    if found is None and config.candidates == "supersets":  # type: ignore[attr-defined]
+    if found is None and config.candidates == "supersets":
         raise ValueError(
             "candidates='supersets' needs a marginal workload whose supersets (two more "
             f"attributes) have at most {SUPERSET_CELL_RATIO}x the cells of its largest marginal "

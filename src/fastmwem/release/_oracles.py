@@ -5,9 +5,16 @@ Everything here is built from the workload alone (public), never from the data.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from fastmwem._validation import check_memory
+
+if TYPE_CHECKING:
+    from fastmwem.indices.base import TopKOracle
+    from fastmwem.workloads.base import LinearWorkload
 
 __all__ = ["workload_oracle"]
 
@@ -15,7 +22,8 @@ __all__ = ["workload_oracle"]
 _BLOCK_ROWS = 65536
 
 
-def workload_oracle(workload: object, index: object, *, allow_uncertified: bool) -> object:
+def workload_oracle(workload: LinearWorkload, index: object, *,
+                    allow_uncertified: bool) -> TopKOracle:
     """The oracle a lazy round searches.
 
     ``index=None`` takes the bit-packed index for workloads stored bit-packed (random counting
@@ -27,17 +35,17 @@ def workload_oracle(workload: object, index: object, *, allow_uncertified: bool)
         ValueError: an approximate index without a certificate and without the opt-in, keys that
             do not match the workload, or a key matrix beyond the memory limit.
     """
-    from fastmwem.indices import TopKOracle, make_index
+    from fastmwem.indices import BitPackedIndex, TopKOracle, make_index
 
     if index is None:
         if _packed(workload) is not None:
             index = "bitpacked"
         else:
-            return _checked(workload.top_k_oracle(), workload, allow_uncertified)  # type: ignore[attr-defined]
+            return _checked(workload.top_k_oracle(), workload, allow_uncertified)
     if isinstance(index, str):
-        built = make_index(index, dimension=workload.domain.size)  # type: ignore[attr-defined]
+        built = make_index(index, dimension=workload.domain.size)
         packed = _packed(workload)
-        if index == "bitpacked" and packed is not None:
+        if isinstance(built, BitPackedIndex) and packed is not None:  # index == "bitpacked"
             built.add_packed(packed)
         else:
             for block in _key_blocks(workload, index):
@@ -48,13 +56,14 @@ def workload_oracle(workload: object, index: object, *, allow_uncertified: bool)
     return _checked(index, workload, allow_uncertified)
 
 
-def _checked(oracle: object, workload: object, allow_uncertified: bool) -> object:
-    n, d = workload.n_queries, workload.domain.size  # type: ignore[attr-defined]
-    if oracle.n_keys != n or oracle.dimension != d:  # type: ignore[attr-defined]
+def _checked(oracle: TopKOracle, workload: LinearWorkload, allow_uncertified: bool
+             ) -> TopKOracle:
+    n, d = workload.n_queries, workload.domain.size
+    if oracle.n_keys != n or oracle.dimension != d:
         raise ValueError(
-            f"the oracle holds {oracle.n_keys} keys of dimension {oracle.dimension}; "  # type: ignore[attr-defined]
+            f"the oracle holds {oracle.n_keys} keys of dimension {oracle.dimension}; "
             f"the workload has {n} queries over {d} cells")
-    if not oracle.exact and oracle.certified_gap is None and not allow_uncertified:  # type: ignore[attr-defined]
+    if not oracle.exact and oracle.certified_gap is None and not allow_uncertified:
         raise ValueError(
             "the oracle is approximate with no certified gap: its output law would not be the "
             "exponential mechanism's and the run would have no exact privacy guarantee; pass "
@@ -62,7 +71,7 @@ def _checked(oracle: object, workload: object, allow_uncertified: bool) -> objec
     return oracle
 
 
-def _packed(workload: object) -> np.ndarray | None:
+def _packed(workload: LinearWorkload) -> np.ndarray | None:
     """The workload's bit-packed 0/1 query matrix (``np.packbits`` rows), if it keeps one."""
     packed = getattr(workload, "packed", None)
     if isinstance(packed, np.ndarray) and packed.dtype == np.uint8 and packed.ndim == 2:
@@ -70,21 +79,21 @@ def _packed(workload: object) -> np.ndarray | None:
     return None
 
 
-def _key_blocks(workload: object, index: str):
+def _key_blocks(workload: LinearWorkload, index: str) -> Iterator[np.ndarray]:
     """The query vectors in row blocks, in ``min(m, |X|)`` structured calls: ``row(q)`` per query
     when there are fewer queries than cells, else ``answer`` of each unit histogram (one column
     of the query matrix per call)."""
-    n, size = workload.n_queries, workload.domain.size  # type: ignore[attr-defined]
+    n, size = workload.n_queries, workload.domain.size
     check_memory(4 * n * size, f"the {index!r} index over {n} queries x {size} cells", None)
     matrix = np.empty((n, size), dtype=np.float32)
     if n <= size:
         for query in range(n):
-            matrix[query] = workload.row(query)  # type: ignore[attr-defined]
+            matrix[query] = workload.row(query)
     else:
         unit = np.zeros(size)
         for cell in range(size):
             unit[cell] = 1.0
-            matrix[:, cell] = workload.answer(unit)  # type: ignore[attr-defined]
+            matrix[:, cell] = workload.answer(unit)
             unit[cell] = 0.0
     if index == "bitpacked" and not np.all((matrix == 0) | (matrix == 1)):
         raise ValueError("the 'bitpacked' index needs 0/1 queries; this workload has other "

@@ -11,6 +11,9 @@ factor and normalisation) on the query rows, gathered once. With numba installed
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, Literal
+
 import numpy as np
 
 from fastmwem._jit import njit_cached
@@ -49,10 +52,10 @@ def _fit_loop(p, rows, targets, s, passes, tolerance, scratch):  # pragma: no co
     return passes
 
 
-_compiled = None  # False once numba was found missing
+_compiled: Callable[..., Any] | Literal[False] | None = None  # False once numba was found missing
 
 
-def _kernel():
+def _kernel() -> Callable[..., Any] | None:
     # numba is imported here, at the first fit: loading it takes about half a second.
     global _compiled
     if _compiled is None:

@@ -264,7 +264,7 @@ class ZCDPDefinition(PrivacyDefinition):
         self.check_budget(epsilon, delta, rho)
         if rho is not None:
             return exact(rho, "rho")
-        return approx_dp_to_zcdp_budget(epsilon, delta, conversion="tight")  # type: ignore[arg-type]
+        return approx_dp_to_zcdp_budget(epsilon, delta, conversion="tight")
 
     def measurement(self, share: float, sensitivity: float, *,
                     integer: bool = True) -> Laplace | DiscreteGaussian:

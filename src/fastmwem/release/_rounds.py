@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -23,6 +24,9 @@ from fastmwem.release.noise import synthetic_answers, within_noise
 from fastmwem.release.result import MWEMResult
 from fastmwem.release.state import MAX_RECORDS, MWState, SyntheticState, clipped_targets
 from fastmwem.workloads.base import LinearWorkload, groups_of_queries
+
+if TYPE_CHECKING:
+    from fastmwem.release.mwem import MWEMConfig
 
 __all__ = ["Measurement", "Run", "start_state", "update", "reuse", "result_of", "TotalEstimate",
            "refined_total"]
@@ -60,37 +64,36 @@ class Run:
     rows: list[np.ndarray] = field(default_factory=list)
 
 
-def start_state(private: PrivateView, domain: Domain, config: object, model: str,
+def start_state(private: PrivateView, domain: Domain, config: MWEMConfig, model: str,
                 rng: np.random.Generator, split: dict[str, float]
                 ) -> tuple[SyntheticState, float | None]:
     """The starting state (noisy count, and noisy histogram or 1-way marginals if configured),
     and the standard deviation of its record count's noise (``None`` for an exact count)."""
-    definition = config.definition  # type: ignore[attr-defined]
-    if config.total is None:  # type: ignore[attr-defined]
+    definition = config.definition
+    if config.total is None:
         counter = definition.measurement(split["count"], 1.0)
         noisy = float(counter.release(private.count(), rng=rng))
         # Clipping the noisy count to the feasible range is post-processing.
         total = min(max(noisy, 1.0), MAX_RECORDS)
         std: float | None = noise_std(counter)
     else:
-        total = float(config.total)  # type: ignore[attr-defined]
-        std = config.total_std  # type: ignore[attr-defined]
+        total = float(config.total)
+        std = config.total_std
     return _start(private, domain, config, model, rng, split, total), std
 
 
-def _start(private: PrivateView, domain: Domain, config: object, model: str,
+def _start(private: PrivateView, domain: Domain, config: MWEMConfig, model: str,
            rng: np.random.Generator, split: dict[str, float], total: float) -> SyntheticState:
-    definition = config.definition  # type: ignore[attr-defined]
-    mix = config.init_uniform_mix  # type: ignore[attr-defined]
-    noisy_start = config.init == "noisy-histogram"  # type: ignore[attr-defined]
+    definition = config.definition
+    mix = config.init_uniform_mix
+    noisy_start = config.init == "noisy-histogram"
     if model == "dense":
         if noisy_start:
             hist = definition.measurement(split["init"], 1.0).release(private.histogram(), rng=rng)
             return MWState.from_noisy_histogram(domain, np.asarray(hist, dtype=np.float64),
                                                 total, mix)
         return MWState.uniform(domain, total)
-    options = {"max_clique_cells": config.max_clique_cells,  # type: ignore[attr-defined]
-               "product": model == "product"}
+    cells, product = config.max_clique_cells, model == "product"
     if noisy_start:
         one_way = private.one_way()
         if isinstance(definition, PureDefinition):
@@ -102,8 +105,9 @@ def _start(private: PrivateView, domain: Domain, config: object, model: str,
             each = definition.measurement(split["init"] / len(domain), 1.0)
             parts = [np.asarray(each.release(m.reshape(-1), rng=rng), dtype=np.float64)
                      for m in one_way]
-        return FactoredState.from_noisy_marginals(domain, parts, total, mix, **options)
-    return FactoredState(domain, total, **options)  # type: ignore[arg-type]
+        return FactoredState.from_noisy_marginals(domain, parts, total, mix,
+                                                  max_clique_cells=cells, product=product)
+    return FactoredState(domain, total, max_clique_cells=cells, product=product)
 
 
 class TotalEstimate:
@@ -191,7 +195,8 @@ def reuse(run: Run, workload: LinearWorkload, tolerance: float, passes: int) -> 
     if _compiled_passes(run, passes):
         return _reuse_queries(run, workload, passes, tolerance)
     offsets = run.setup.offsets
-    groups = [m.group if run.setup.group_mode else groups_of_queries(offsets, m.queries.start)
+    groups = [m.group if run.setup.group_mode
+              else int(groups_of_queries(offsets, m.queries.start))
               for m in run.measurements]
     steps = steps_of(run)
     order = [(run.measurements[i], steps[i]) for i in run.state.pass_order(workload, groups)]
@@ -241,7 +246,7 @@ def result_of(run: Run, domain: Domain, workload: LinearWorkload, iterates: np.n
     return MWEMResult(
         domain=domain,
         workload=workload,
-        histogram=histogram,  # type: ignore[arg-type]
+        histogram=histogram,
         total=state.total,
         selected=tuple(m.group for m in run.measurements),
         measurements=tuple(m.values for m in run.measurements),

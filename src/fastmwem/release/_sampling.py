@@ -48,7 +48,7 @@ def check_sampling(method: object) -> str:
     """Return ``method`` if it names a sampling method, else raise ``ValueError`` naming them."""
     if method not in SAMPLING_METHODS:
         raise ValueError(f"sampling must be one of {list(SAMPLING_METHODS)}, got {method!r}")
-    return method  # type: ignore[return-value]
+    return method
 
 
 def systematic_counts(p: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -17,6 +18,9 @@ from fastmwem.release._privacy import PureDefinition, integer_valued
 from fastmwem.release.annealing import expected_abs_noise
 from fastmwem.release.selection import SCORE_CAP, RoundSelection
 from fastmwem.workloads.base import MAX_QUERY_VALUE, LinearWorkload
+
+if TYPE_CHECKING:
+    from fastmwem.release.mwem import MWEMConfig
 
 __all__ = ["MWEMSetup", "prepare", "check_workload"]
 
@@ -92,7 +96,7 @@ def check_workload(workload: LinearWorkload) -> tuple[np.ndarray, float, np.ndar
     return offsets.astype(np.int64, copy=False), s, groups
 
 
-def prepare(config: object, workload: LinearWorkload, model: str = "dense") -> MWEMSetup:
+def prepare(config: MWEMConfig, workload: LinearWorkload, model: str = "dense") -> MWEMSetup:
     """Build the selection and measurement set-up of a run from public input only.
 
     ``measure="auto"`` selects groups when some group holds more than one query, else single
@@ -102,11 +106,11 @@ def prepare(config: object, workload: LinearWorkload, model: str = "dense") -> M
     the budget is charged.
     """
     offsets, s, group_sens = check_workload(workload)
-    measure = config.measure  # type: ignore[attr-defined]
+    measure = config.measure
     group_mode = bool(np.any(np.diff(offsets) > 1)) if measure == "auto" else measure == "group"
-    split = config.budget_split(  # type: ignore[attr-defined]
-        model, rounds=config.round_count(len(workload.domain)))  # type: ignore[attr-defined]
-    definition = config.definition  # type: ignore[attr-defined]
+    split = config.budget_split(
+        model, rounds=config.round_count(len(workload.domain)))
+    definition = config.definition
     pure = isinstance(definition, PureDefinition)
     if group_mode:
         sensitivities = group_sens
@@ -119,7 +123,7 @@ def prepare(config: object, workload: LinearWorkload, model: str = "dense") -> M
         # A query in a group of sensitivity 0 is all zero too: never worth a round.
         candidates &= np.repeat(group_sens > 0, np.diff(offsets))
     score_sensitivity = float(sensitivities.max())
-    selection = config.round_selection  # type: ignore[attr-defined]
+    selection = config.round_selection
     selection.check(workload, epsilon=split["select"], group_mode=group_mode,
                     sensitivities=sensitivities)
     # The largest measurement's noise must stay finite; smaller sensitivities then do too.
@@ -128,7 +132,7 @@ def prepare(config: object, workload: LinearWorkload, model: str = "dense") -> M
                           f"each round's measurement (Laplace, sensitivity {score_sensitivity:.4g})")
     largest = definition.measurement(split["measure"], score_sensitivity,
                                      integer=integer_valued(workload))
-    penalty = config.cell_penalty  # type: ignore[attr-defined]
+    penalty = config.cell_penalty
     if penalty is None:
         # the expected absolute noise of one measured cell (Laplace: exactly the old formula)
         penalty = ((score_sensitivity / split["measure"] if pure

@@ -7,6 +7,8 @@ domain on those attributes.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 __all__ = ["marginalise", "expand", "divide", "product_sum", "outer"]
@@ -55,7 +57,7 @@ def product_sum(factors: list[tuple[tuple[int, ...], np.ndarray]],
     labels = sorted({a for f_axes, _ in factors for a in f_axes})
     if len(labels) <= _EINSUM_LABELS:
         index = {a: i for i, a in enumerate(labels)}
-        operands: list[object] = []
+        operands: list[Any] = []  # einsum's sublist form: tables and their axis labels
         for f_axes, f_table in factors:
             operands += [f_table, [index[a] for a in f_axes]]
         return np.einsum(*operands, [index[a] for a in keep], optimize="greedy")

@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sized
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -32,7 +33,7 @@ from fastmwem._validation import check_int, check_probability
 from fastmwem.accounting import Accountant, exact, float_below
 from fastmwem.data.domain import Domain
 from fastmwem.mechanisms.seeding import check_rng
-from fastmwem.random import make_rng
+from fastmwem.random import RNGLike, make_rng
 from fastmwem.release._candidates import superset_workload
 from fastmwem.release._model import check_release_inputs
 from fastmwem.release._privacy import (
@@ -46,6 +47,9 @@ from fastmwem.release.plan import check_run_inputs, plan_mwem, plan_setup
 from fastmwem.release.result import MWEMResult
 from fastmwem.release.state import MAX_RECORDS
 from fastmwem.workloads.base import LinearWorkload
+
+if TYPE_CHECKING:
+    from fastmwem.data.sources.base import MarginalSource
 
 __all__ = ["mwem_auto", "MWEMChoices", "default_workload_spec", "default_rounds",
            "superset_rounds", "use_adaptive",
@@ -233,14 +237,14 @@ def mwem_auto(
     *,
     epsilon: float | None = None,
     rounds: int | str | None = None,
-    rng: object = None,
+    rng: RNGLike = None,
     accountant: Accountant | None = None,
     count_fraction: float = 0.01,
     before_rounds: Callable[[float], None] | None = None,
     privacy: str = "pure",
     delta: float | None = None,
     rho: float | None = None,
-    **options: object,
+    **options: Any,
 ) -> tuple[MWEMResult, MWEMChoices]:
     """MWEM with its record count measured first, so that the default rounds can adapt to it.
 
@@ -320,34 +324,34 @@ def mwem_auto(
     budget_options = {"epsilon": rest} if pure else {"privacy": privacy, "rho": rest}
     config = {**options, **budget_options,
               "total": 1 if public_total is None else public_total}
-    fixed = None if adaptive else rounds
+    fixed: int | None = None if adaptive or isinstance(rounds, str) else rounds
     candidates = str(options.get("candidates", "auto"))
 
     schema = run_options.get("schema")
     count_event = [(definition.event(count_share), "record count")] if count_share else []
 
-    def check(t: int | None, settings: dict[str, object] = config) -> None:
+    def check(t: int | None, settings: dict[str, Any] = config) -> None:
         # Every check mwem() makes before its charge, and the accountant's room for the count
         # and this plan, exactly; nothing is run or charged.
-        planned = plan_mwem(MWEMConfig(**settings, rounds=t), workload, limit)  # type: ignore[arg-type]
+        planned = plan_mwem(MWEMConfig(**settings, rounds=t), workload, limit)
         check_run_inputs(planned, dataset, schema)
         accountant.check_fits([*count_event, *planned.events])
 
     check_release_inputs(dataset, workload)
     model, _, setup = plan_setup(MWEMConfig(**config, rounds=None if adaptive else 1), workload,
-                                 limit)  # type: ignore[arg-type]
+                                 limit)
     if not passes_given and (pure or model != "dense"):
         config["reuse_passes"] = AUTO_REUSE_PASSES
     ceiling = None
     if adaptive or undecided:
         check(None)
-        model = plan_setup(MWEMConfig(**config, rounds=None), workload, limit)[0]  # type: ignore[arg-type]
+        model = plan_setup(MWEMConfig(**config, rounds=None), workload, limit)[0]
     if not adaptive:
-        model, _, setup = plan_setup(MWEMConfig(**config, rounds=1), workload, limit)  # type: ignore[arg-type]
-        check(1 if rounds is None else fixed)  # type: ignore[arg-type]
-        ceiling = min(MAX_DEFAULT_ROUNDS, setup.n_candidates) if rounds is None else fixed
-        if ceiling > 1:  # type: ignore[operator]
-            check(ceiling)  # type: ignore[arg-type]
+        model, _, setup = plan_setup(MWEMConfig(**config, rounds=1), workload, limit)
+        check(1 if rounds is None else fixed)
+        ceiling = min(MAX_DEFAULT_ROUNDS, setup.n_candidates) if fixed is None else fixed
+        if ceiling > 1:
+            check(ceiling)
     # Superset candidates, if the rule may choose them: checked now, before the count's charge.
     superset = (_superset_option(config, workload, model, limit, check, privacy)
                 if by_rule or undecided else None)
@@ -361,33 +365,33 @@ def mwem_auto(
         noisy = counter.release(_records(dataset), rng=generator)
         total = int(round(min(max(float(noisy), 1.0), MAX_RECORDS)))  # clipping: post-processing
     if undecided:  # measured on dense models only: on adult (junction tree) annealing lost
-        adaptive = model == "dense" and use_adaptive(rest, float(total))  # type: ignore[arg-type]
+        adaptive = model == "dense" and use_adaptive(rest, float(total))
         fixed = None if adaptive else ceiling
         if superset is not None:
             settings, top, per_group = superset
             chosen = zcdp_superset_rounds(ceiling=top, cells=per_group, rho_rounds=rest,
-                                          records=float(total))  # type: ignore[arg-type]
+                                          records=float(total))
             if chosen >= SUPERSET_MIN_ROUNDS:
                 config, ceiling, candidates = settings, top, "supersets"
                 adaptive, fixed = False, chosen
-    if by_rule:
+    if by_rule and ceiling is not None:  # (by the rule, the ceiling was set above)
         sizes = np.diff(setup.offsets)[setup.candidates] if setup.group_mode else np.ones(1)
         # A factored run selects among marginals of every size with a per-cell penalty, so its
         # rounds can always measure the smallest; a dense run measures the workload's own groups.
         cells = float(sizes.mean() if model == "dense" else sizes.min())
-        fixed = default_rounds(ceiling=ceiling, cells=cells,  # type: ignore[arg-type]
-                               epsilon_rounds=rest, records=float(total))  # type: ignore[arg-type]
+        fixed = default_rounds(ceiling=ceiling, cells=cells,
+                               epsilon_rounds=rest, records=float(total))
         if superset is not None:
             settings, top, per_group = superset
-            room = dict(ceiling=top, cells=per_group, epsilon_rounds=rest,
-                        records=float(total))  # type: ignore[arg-type]
-            if default_rounds(**room) >= SUPERSET_MIN_ROUNDS:  # type: ignore[arg-type]
+            room: dict[str, Any] = dict(ceiling=top, cells=per_group, epsilon_rounds=rest,
+                        records=float(total))
+            if default_rounds(**room) >= SUPERSET_MIN_ROUNDS:
                 config, ceiling, candidates = settings, top, "supersets"
-                fixed = superset_rounds(**room)  # type: ignore[arg-type]
+                fixed = superset_rounds(**room)
     if counter is not None:  # every run refines the count with its whole marginals
         config = {**config, "total_std": noise_std(counter)}
     if before_rounds is not None:
-        before_rounds(float(total))  # type: ignore[arg-type]
+        before_rounds(float(total))
     result = mwem(dataset, workload, rounds=fixed, rng=generator, accountant=accountant,
                   **{**config, "total": total}, **run_options)
     spent = Fraction(count_share) + _charged(result, definition)
@@ -396,15 +400,15 @@ def mwem_auto(
     ran = sum(1 for r in result.trace if r.round > 0)
     choices = MWEMChoices(rounds=ran, rounds_default=rounds is None, rounds_ceiling=ceiling,
                           noise_test=options.get("noise_test"), count_epsilon=count_share,
-                          adaptive=adaptive, record_count=float(total),  # type: ignore[arg-type]
+                          adaptive=adaptive, record_count=float(total),
                           candidates=candidates,
                           reuse_passes=int(config.get("reuse_passes", MWEMConfig.reuse_passes)))
     return result, choices
 
 
-def _superset_option(config: dict[str, object], workload: LinearWorkload, model: str,
+def _superset_option(config: dict[str, Any], workload: LinearWorkload, model: str,
                      limit: int | None, check: Callable[..., None], privacy: str
-                     ) -> tuple[dict[str, object], int, float] | None:
+                     ) -> tuple[dict[str, Any], int, float] | None:
     """A dense run's superset settings, its rounds ceiling and cells per candidate.
 
     ``None`` unless the candidates are left to the default and the workload has supersets
@@ -417,7 +421,7 @@ def _superset_option(config: dict[str, object], workload: LinearWorkload, model:
     settings = {**config, "candidates": "supersets"}
     if settings.get("select_fraction") is None:
         settings["select_fraction"] = SUPERSET_SELECT_FRACTION
-    setup = plan_setup(MWEMConfig(**settings, rounds=1), workload, limit)[2]  # type: ignore[arg-type]
+    setup = plan_setup(MWEMConfig(**settings, rounds=1), workload, limit)[2]
     top = min(MAX_SUPERSET_ROUNDS, setup.n_candidates)
     for t in sorted({1, top}):
         check(t, settings)
@@ -454,4 +458,6 @@ def _split(total: Fraction, count_fraction: float, public: bool) -> tuple[float,
 
 
 def _records(dataset: object) -> int:
-    return len(dataset) if hasattr(dataset, "__len__") else int(dataset.histogram().sum())
+    if isinstance(dataset, Sized):
+        return len(dataset)
+    return int(cast("MarginalSource", dataset).histogram().sum())  # as check_release_inputs saw

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
@@ -103,9 +103,11 @@ class FactoredState:
 
     @classmethod
     def from_noisy_marginals(cls, domain: Domain, noisy: list[np.ndarray], total: float,
-                             uniform_mix: float, **options: object) -> FactoredState:
+                             uniform_mix: float, *,
+                             max_clique_cells: int = DEFAULT_MAX_CLIQUE_CELLS,
+                             product: bool = False) -> FactoredState:
         """Independent attributes from noisy 1-way marginals (clipped, mixed with uniform)."""
-        state = cls(domain, total, **options)  # type: ignore[arg-type]
+        state = cls(domain, total, max_clique_cells=max_clique_cells, product=product)
         if len(noisy) != len(domain):
             raise ValueError(f"noisy must hold one marginal per attribute ({len(domain)}), "
                              f"got {len(noisy)}")
@@ -265,7 +267,7 @@ class FactoredState:
 
     def moved(self, checkpoint: object) -> float:
         """Sum over cliques of the L1 distance their marginals moved (inf after a new clique)."""
-        structure, tables = checkpoint  # type: ignore[misc]
+        structure, tables = cast("tuple[int, dict[int, np.ndarray]]", checkpoint)  # ours
         if structure != self._structure:
             return math.inf
         self.tree.calibrate()

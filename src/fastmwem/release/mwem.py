@@ -11,8 +11,9 @@ import dataclasses
 import math
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -26,7 +27,7 @@ from fastmwem._validation import (
 from fastmwem.accounting import Accountant, exact, float_below
 from fastmwem.data.domain import Domain
 from fastmwem.mechanisms.seeding import check_rng
-from fastmwem.random import make_rng
+from fastmwem.random import RNGLike, make_rng
 from fastmwem.release._adaptive import run_adaptive
 from fastmwem.release._candidates import CANDIDATE_SETS, workload_weights
 from fastmwem.release._model import (
@@ -70,6 +71,10 @@ from fastmwem.release.result import MWEMResult, RoundRecord
 from fastmwem.release.selection import resolve_selection
 from fastmwem.release.state import MAX_RECORDS
 from fastmwem.workloads.base import LinearWorkload, Workload
+
+if TYPE_CHECKING:
+    from fastmwem.data.schema import Schema
+    from fastmwem.release.selection import RoundSelection
 
 __all__ = ["mwem", "MWEMConfig", "mwem_privacy_plan", "choose_model", "plan_setup", "run_plan",
            "MAX_REUSE_PASSES",
@@ -232,6 +237,8 @@ class MWEMConfig:
     rho: float | None = None
     initial_rounds: int | None = None
     total_std: float | None = None
+    if TYPE_CHECKING:  # set by __post_init__ from selection, index, top_k and allow_uncertified
+        round_selection: RoundSelection = field(init=False)
 
     def __post_init__(self) -> None:
         if isinstance(self.privacy, PrivacyDefinition):  # the object's name is the field
@@ -366,9 +373,9 @@ class MWEMConfig:
 
     def select_rho_per_epsilon2(self) -> Fraction:
         """The selection event's zCDP cost per ``epsilon**2`` (1/8 for bounded range)."""
-        rho = self.round_selection.event(1.0).zcdp_rho()  # type: ignore[attr-defined]
+        rho = self.round_selection.event(1.0).zcdp_rho()
         if rho is None:
-            raise ValueError(f"selection={self.round_selection.name!r} has no zCDP cost; "  # type: ignore[attr-defined]
+            raise ValueError(f"selection={self.round_selection.name!r} has no zCDP cost; "
                              "privacy='zcdp' needs one (the exponential mechanism has)")
         return Fraction(rho)
 
@@ -427,9 +434,9 @@ def mwem(
     *,
     epsilon: float | None = None,
     rounds: int | None = 20,
-    rng: object = None,
+    rng: RNGLike = None,
     accountant: Accountant | None = None,
-    schema: object = None,
+    schema: Schema | None = None,
     progress: bool | None = None,
     memory_limit: int | None = None,
     **options: object,
@@ -517,8 +524,9 @@ def mwem(
 
 
 def run_plan(planned: MWEMPlan, dataset: object, accountant: Accountant,
-             generator: np.random.Generator, *, schema: object = None,
-             progress: bool | None = None, provenance: str | None = None) -> MWEMResult:
+             generator: np.random.Generator, *, schema: Schema | None = None,
+             progress: bool | None = None,
+             provenance: tuple[str, ...] | None = None) -> MWEMResult:
     """Charge ``planned``'s events to ``accountant`` (all or none), then run it on ``dataset``.
 
     Everything that could fail is checked by :func:`~fastmwem.release.plan.plan_mwem` and
@@ -540,8 +548,9 @@ def run_plan(planned: MWEMPlan, dataset: object, accountant: Accountant,
         private = PrivateView(dataset, measured, dense=model == "dense",
                               groups=None if model == "dense"
                               else candidate_groups(setup, measured))
-        fields = {"ledger": (), "privacy": None, "schema": schema,
-                  "guarantee": definition.guarantee(definition.plan_total(plan))}
+        fields: dict[str, object] = {
+            "ledger": (), "privacy": None, "schema": schema,
+            "guarantee": definition.guarantee(definition.plan_total(plan))}
         if config.adaptive:
             result = _run_adaptive(private, measured, domain, config, setup, model, generator,
                                    weights, bar, fields)

@@ -105,7 +105,7 @@ def mwem_privacy_plan(config: MWEMConfig, workload: LinearWorkload, *,
     if model is None:
         model = choose_model(config, workload)
     split = config.budget_split(model, rounds=config.round_count(len(workload.domain)))
-    selection: RoundSelection = config.round_selection  # type: ignore[attr-defined]
+    selection: RoundSelection = config.round_selection
     definition = config.definition
     noise, event = definition.noise, definition.event
 

@@ -17,9 +17,10 @@ import json
 import math
 import os
 import warnings
-from collections.abc import Sequence
+from collections.abc import Sequence, Sized
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import cast
 
 import numpy as np
 
@@ -40,7 +41,7 @@ from fastmwem.data.domain import Domain, check_dense
 from fastmwem.mechanisms.laplace import Geometric
 from fastmwem.mechanisms.seeding import check_rng
 from fastmwem.mechanisms.sparse_vector import MAX_SV_VALUE, SparseVector, SparseVectorRun
-from fastmwem.random import make_rng
+from fastmwem.random import RNGLike, make_rng
 from fastmwem.release.queries import query_spec, query_vector
 from fastmwem.release.state import MWState
 from fastmwem.workloads.base import MAX_QUERY_VALUE
@@ -365,7 +366,7 @@ class PMWSession:
     """
 
     def __init__(self, dataset: object, *, epsilon: float, alpha: float, max_updates: int,
-                 rng: object = None, accountant: Accountant | None = None,
+                 rng: RNGLike = None, accountant: Accountant | None = None,
                  **options: object) -> None:
         config = PMWConfig(epsilon=epsilon, alpha=alpha, max_updates=max_updates,
                            **options)  # type: ignore[arg-type]
@@ -373,7 +374,7 @@ class PMWSession:
         self._pay_count()
 
     @classmethod
-    def resume(cls, dataset: object, record: PMWRecord, *, rng: object = None,
+    def resume(cls, dataset: object, record: PMWRecord, *, rng: RNGLike = None,
                accountant: Accountant | None = None) -> PMWSession:
         """The session ``record`` describes, in the same state (same distribution, same
         sparse-vector run). Without ``accountant``, the record's ledger is charged again into a
@@ -391,14 +392,15 @@ class PMWSession:
         return session
 
     # -- set-up ----------------------------------------------------------------------------------
-    def _setup(self, dataset: object, record: PMWRecord, rng: object,
+    def _setup(self, dataset: object, record: PMWRecord, rng: RNGLike,
                accountant: Accountant | None) -> None:
         domain = getattr(dataset, "domain", None)
         if not isinstance(domain, Domain) or not callable(getattr(dataset, "histogram", None)):
             raise TypeError(f"dataset must be a fastmwem Dataset, got {type(dataset).__name__}")
         check_dense(domain.size, "the domain", "PMWSession keeps a dense histogram")
-        if len(dataset) > MAX_RECORDS:  # type: ignore[arg-type]
-            raise ValueError(f"PMWSession handles at most 2**40 records, got {len(dataset)}")
+        # The record count is private: the refusal names the public bound only.
+        if len(cast("Sized", dataset)) > MAX_RECORDS:  # a Dataset (checked above)
+            raise ValueError("PMWSession handles at most 2**40 records")
         if accountant is None:
             accountant = Accountant(epsilon=record.config.epsilon)
         elif not isinstance(accountant, Accountant):
@@ -432,7 +434,7 @@ class PMWSession:
             if not record.count_paid:
                 self.accountant.compose(PureDP(Fraction(split["count"])), label=COUNT_LABEL)
                 record.count_paid = True
-            n = len(self._dataset)  # type: ignore[arg-type]
+            n = len(cast("Sized", self._dataset))
             noisy = int(Geometric(epsilon=split["count"]).release(n, rng=self._rng))
             record.total = float(max(1, noisy))  # clipping is post-processing
         if self._state is None:

@@ -20,6 +20,7 @@ import math
 import time
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -36,15 +37,19 @@ from fastmwem.accounting import (
     float_below,
     per_round_epsilon,
 )
-from fastmwem.data.domain import check_dense
+from fastmwem.data.domain import Domain, check_dense
 from fastmwem.mechanisms.exponential import ExponentialMechanism
 from fastmwem.mechanisms.laplace import Laplace
 from fastmwem.mechanisms.lazy import Uncertified
 from fastmwem.mechanisms.seeding import check_rng
-from fastmwem.random import make_rng
+from fastmwem.random import RNGLike, make_rng
 from fastmwem.release._model import check_release_inputs
 from fastmwem.release._protocol import as_linear_workload
 from fastmwem.release.result import MWEMResult, RoundRecord
+
+if TYPE_CHECKING:
+    from fastmwem.data.schema import Schema
+    from fastmwem.workloads.base import LinearWorkload
 
 __all__ = ["OfflinePMWConfig", "pmw_offline", "pmw_offline_privacy_plan", "MAX_LEARNING_RATE"]
 
@@ -168,8 +173,8 @@ def _accountant_for(config: OfflinePMWConfig) -> Accountant:
     return Accountant(epsilon=config.epsilon, delta=config.delta)
 
 
-def pmw_offline(dataset: object, workload: object, *, epsilon: float, delta: float, rounds: int = 100,
-        rng: object = None, accountant: Accountant | None = None, schema: object = None,
+def pmw_offline(dataset: object, workload: LinearWorkload, *, epsilon: float, delta: float, rounds: int = 100,
+        rng: RNGLike = None, accountant: Accountant | None = None, schema: Schema | None = None,
         **options: object) -> MWEMResult:
     """Offline private multiplicative weights (Fast-MWEM Algorithm 2 with ``selection="lazy"``).
 
@@ -219,33 +224,33 @@ def pmw_offline(dataset: object, workload: object, *, epsilon: float, delta: flo
 class _ScanChooser:
     """Exponential mechanism over all ``2m`` signed scores (the classic round)."""
 
-    def __init__(self, workload: object, epsilon0: float) -> None:
+    def __init__(self, workload: LinearWorkload, epsilon0: float) -> None:
         self.workload = workload
         self.mechanism = ExponentialMechanism(
-            epsilon=epsilon0, sensitivity=float(workload.query_sensitivity))  # type: ignore[attr-defined]
+            epsilon=epsilon0, sensitivity=float(workload.query_sensitivity))
         self.true_answers: np.ndarray | None = None
         self.certified = True
 
     def bind(self, true_hist: np.ndarray) -> None:
-        self.true_answers = self.workload.answer(true_hist)  # type: ignore[attr-defined]
+        self.true_answers = self.workload.answer(true_hist)
 
     def choose(self, synthetic: np.ndarray, true_hist: np.ndarray,
                rng: np.random.Generator) -> int:
-        signed = self.workload.answer(synthetic) - self.true_answers  # type: ignore[attr-defined]
+        signed = self.workload.answer(synthetic) - self.true_answers
         return self.mechanism.select(np.concatenate([signed, -signed]), rng=rng)
 
 
 class _LazyChooser:
     """The lazy exponential mechanism over the complement-closed keys (same law)."""
 
-    def __init__(self, workload: object, epsilon0: float, index: object, k: int | None,
+    def __init__(self, workload: LinearWorkload, epsilon0: float, index: object, k: int | None,
                  allow_uncertified: bool = False) -> None:
         from fastmwem.mechanisms.lazy import LazyExponentialMechanism
         from fastmwem.release._oracles import workload_oracle
 
         oracle = workload_oracle(workload, index, allow_uncertified=allow_uncertified)
         self.mechanism = LazyExponentialMechanism(
-            oracle, epsilon=epsilon0, sensitivity=float(workload.query_sensitivity),  # type: ignore[attr-defined]
+            oracle, epsilon=epsilon0, sensitivity=float(workload.query_sensitivity),
             complement=True, k=k, allow_uncertified=allow_uncertified)
         self.certified = self.mechanism.exact_guarantee
 
@@ -257,16 +262,16 @@ class _LazyChooser:
         return int(self.mechanism.select(synthetic - true_hist, rng=rng))
 
 
-def _make_chooser(config: OfflinePMWConfig, workload: object) -> _ScanChooser | _LazyChooser:
+def _make_chooser(config: OfflinePMWConfig, workload: LinearWorkload) -> _ScanChooser | _LazyChooser:
     eps0 = config.round_epsilon()
     if config.selection == "lazy":
         return _LazyChooser(workload, eps0, config.index, config.k, config.allow_uncertified)
     return _ScanChooser(workload, eps0)
 
 
-def _run(dataset: object, workload: object, domain: object, config: OfflinePMWConfig,
+def _run(dataset: object, workload: LinearWorkload, domain: Domain, config: OfflinePMWConfig,
          chooser: _ScanChooser | _LazyChooser, rng: np.random.Generator,
-         accountant: Accountant, schema: object) -> MWEMResult:
+         accountant: Accountant, schema: Schema | None) -> MWEMResult:
     true_hist = np.asarray(dataset.histogram(), dtype=np.float64)  # type: ignore[attr-defined]
     if config.total is None:
         noisy = Laplace(epsilon=config.count_epsilon(), integer=True).release(
@@ -275,12 +280,12 @@ def _run(dataset: object, workload: object, domain: object, config: OfflinePMWCo
     else:
         total = float(config.total)
     chooser.bind(true_hist)
-    size = domain.size  # type: ignore[attr-defined]
+    size = domain.size
     eta = (config.learning_rate if config.learning_rate is not None
            else math.sqrt(math.log(size) / config.rounds) if size > 1 else 1.0)
-    m = workload.n_queries  # type: ignore[attr-defined]
-    scale = float(workload.query_sensitivity)  # type: ignore[attr-defined]
-    offsets = np.asarray(workload.group_offsets)  # type: ignore[attr-defined]
+    m = workload.n_queries
+    scale = float(workload.query_sensitivity)
+    offsets = np.asarray(workload.group_offsets)
     p = np.full(size, 1.0 / size)
     average = np.zeros(size)
     selected: list[int] = []
@@ -295,15 +300,15 @@ def _run(dataset: object, workload: object, domain: object, config: OfflinePMWCo
         group = int(np.searchsorted(offsets, query, side="right") - 1)
         factors = np.zeros(int(offsets[group + 1] - offsets[group]))
         factors[query - int(offsets[group])] = -sign * eta / scale
-        workload.multiply_group(p, group, factors)  # type: ignore[attr-defined]
+        workload.multiply_group(p, group, factors)
         p /= p.sum()
         selected.append(choice)
         trace.append(RoundRecord(round=t, selected=choice,
-                                 description=("-" if sign < 0 else "") + workload.describe(query),  # type: ignore[attr-defined]
+                                 description=("-" if sign < 0 else "") + workload.describe(query),
                                  epsilon_select=eps0, epsilon_measure=0.0,
                                  seconds=time.perf_counter() - started))
     histogram = total * average / config.rounds
-    return MWEMResult(domain=domain, workload=workload, histogram=histogram, total=total,  # type: ignore[arg-type]
+    return MWEMResult(domain=domain, workload=workload, histogram=histogram, total=total,
                       selected=tuple(selected), measurements=tuple(np.empty(0) for _ in selected),
                       group_mode=False, ledger=accountant.ledger, privacy=accountant.spent(),
                       trace=tuple(trace), schema=schema)

@@ -26,6 +26,7 @@ Forms accepted by :func:`query_vector`:
 from __future__ import annotations
 
 import numbers
+from typing import TypeGuard
 
 import numpy as np
 
@@ -119,11 +120,8 @@ def _from_spec(domain: Domain, spec: dict) -> np.ndarray:
                              f"{list(domain.attributes)}")
         axis = domain.axis(attr)
         size = domain.shape[axis]
-        low, high = (value, value) if form == "cell" else _pair(attr, value)
-        for code in (low, high):
-            if not _is_int(code) or not 0 <= code < size:
-                raise ValueError(f"{form} of {attr!r}: codes must be integers in 0..{size - 1}, "
-                                 f"got {code!r}")
+        pair = (value, value) if form == "cell" else _pair(attr, value)
+        low, high = (_code(form, attr, code, size) for code in pair)
         if low > high:
             raise ValueError(f"range of {attr!r}: low {low} is above high {high}")
         keep = np.zeros(size, dtype=bool)
@@ -140,5 +138,13 @@ def _pair(attr: str, value: object) -> tuple[object, object]:
     return value[0], value[1]
 
 
-def _is_int(value: object) -> bool:
+def _code(form: str, attr: str, code: object, size: int) -> int:
+    if not _is_int(code) or not 0 <= code < size:
+        raise ValueError(f"{form} of {attr!r}: codes must be integers in 0..{size - 1}, "
+                         f"got {code!r}")
+    return code
+
+
+def _is_int(value: object) -> TypeGuard[int]:
+    """An integer, numpy's too (they compare and index as ints), never a bool."""
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)

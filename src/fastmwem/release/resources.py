@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from fastmwem.workloads.base import LinearWorkload
+
+if TYPE_CHECKING:
+    from fastmwem.release.mwem import MWEMConfig
 
 __all__ = ["MWEMResources", "mwem_resources"]
 
@@ -67,7 +71,7 @@ class MWEMResources:
         )
 
 
-def mwem_resources(config: object, workload: LinearWorkload, *,
+def mwem_resources(config: MWEMConfig, workload: LinearWorkload, *,
                    model: str = "dense") -> MWEMResources:
     """Estimate the peak memory and the running time of ``mwem`` with ``config`` on ``workload``.
 
@@ -82,9 +86,9 @@ def mwem_resources(config: object, workload: LinearWorkload, *,
     queries = int(workload.n_queries)
     groups = int(workload.n_groups)
     copies = _HISTOGRAM_COPIES
-    if config.output == "average":  # type: ignore[attr-defined]
+    if config.output == "average":
         copies += _AVERAGE_COPIES
-    if config.init == "noisy-histogram":  # type: ignore[attr-defined]
+    if config.init == "noisy-histogram":
         copies += _NOISY_INIT_COPIES
     rounds = _rounds(config, workload)
     largest_group = int(np.diff(workload.group_offsets).max())
@@ -92,7 +96,7 @@ def mwem_resources(config: object, workload: LinearWorkload, *,
               + rounds * (_BYTES_PER_ROUND + 8 * largest_group))
     if getattr(workload, "groups_partition_cells", False):
         memory += min(_INDEX_CACHE_BYTES, 8 * cells * groups)
-    passes = int(config.reuse_passes)  # type: ignore[attr-defined]
+    passes = int(config.reuse_passes)
     updates = rounds + passes * rounds * (rounds + 1) // 2
     seconds = (updates * cells * _SECONDS_PER_CELL_UPDATE
                + rounds * (cells * _SECONDS_PER_CELL_ROUND + queries * _SECONDS_PER_QUERY_ROUND))
@@ -112,17 +116,17 @@ _SECONDS_PER_FACTORED_QUERY = 1e-7
 _FACTORED_FINAL_PASSES = 5000
 
 
-def _rounds(config: object, workload: LinearWorkload) -> int:
+def _rounds(config: MWEMConfig, workload: LinearWorkload) -> int:
     """The most rounds a run can make: its rounds, or an adaptive run's ``T0`` plus the 1-way
     marginals it measures first (every adaptive round costs at least the first one's share)."""
     rounds = getattr(config, "rounds", None)
     if rounds is not None:
         return int(rounds)
-    return int(config.round_count(len(workload.domain))) + len(workload.domain)  # type: ignore[attr-defined]
+    return int(config.round_count(len(workload.domain))) + len(workload.domain)
 
 
-def _factored_resources(config: object, workload: LinearWorkload) -> MWEMResources:
-    cap = int(config.max_clique_cells)  # type: ignore[attr-defined]
+def _factored_resources(config: MWEMConfig, workload: LinearWorkload) -> MWEMResources:
+    cap = int(config.max_clique_cells)
     queries = int(workload.n_queries)
     groups = int(workload.n_groups)
     attributes = len(workload.domain)
@@ -131,7 +135,7 @@ def _factored_resources(config: object, workload: LinearWorkload) -> MWEMResourc
     memory = (8 * (_FACTORED_PER_QUERY_ARRAYS * queries + _PER_GROUP_ARRAYS * groups
                    + _FACTORED_MODEL_COPIES * model)
               + rounds * (_BYTES_PER_ROUND + 8 * int(np.diff(workload.group_offsets).max())))
-    passes = int(config.reuse_passes)  # type: ignore[attr-defined]
+    passes = int(config.reuse_passes)
     final = getattr(config, "final_passes", None)
     final = _FACTORED_FINAL_PASSES if final is None else int(final)
     updates = rounds + passes * rounds * (rounds + 1) // 2 + final * rounds

@@ -11,7 +11,7 @@ import numpy as np
 from fastmwem._validation import check_int, check_memory
 from fastmwem.accounting import LedgerEntry, PrivacyEvent, ledger_records
 from fastmwem.data.domain import Domain
-from fastmwem.random import make_rng
+from fastmwem.random import RNGLike, make_rng
 from fastmwem.release._matching import match_bytes
 from fastmwem.release._sampling import check_sampling
 from fastmwem.release.factored import marginal_axes
@@ -20,6 +20,8 @@ from fastmwem.workloads.base import LinearWorkload
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from fastmwem.data.schema import Schema
 
 __all__ = ["MWEMResult", "RoundRecord", "sample_records", "CHUNK_ROWS"]
 
@@ -95,7 +97,7 @@ class MWEMResult:
     ledger: tuple[LedgerEntry, ...]
     privacy: PrivacyEvent
     trace: tuple[RoundRecord, ...]
-    schema: object = None
+    schema: Schema | None = None
     rng_provenance: tuple[str, ...] = ()
     updates_skipped: bool = False
     model: SyntheticState | None = None
@@ -129,7 +131,7 @@ class MWEMResult:
             return self.model.answer(w) * self.total  # type: ignore[union-attr]
         return w.answer(self.histogram)
 
-    def sample(self, n: int | None = None, *, rng: object = None, decode: bool = True,
+    def sample(self, n: int | None = None, *, rng: RNGLike = None, decode: bool = True,
                sampling: str = "matched") -> pd.DataFrame:
         """Draw ``n`` synthetic records (default: the rounded record count).
 
@@ -152,7 +154,7 @@ class MWEMResult:
         self._check_memory(count, method)
         return self._draw(count, make_rng(rng), decode, method)
 
-    def sample_chunks(self, n: int | None = None, *, rng: object = None, decode: bool = True,
+    def sample_chunks(self, n: int | None = None, *, rng: RNGLike = None, decode: bool = True,
                       chunk_rows: int | None = None, sampling: str = "matched"
                       ) -> Iterator[pd.DataFrame]:
         """Draw ``n`` synthetic records (default: the rounded record count) in blocks.

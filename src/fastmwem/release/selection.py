@@ -23,13 +23,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from fractions import Fraction
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 
 from fastmwem.accounting import BoundedRange, PrivacyEvent, PureDP
 from fastmwem.mechanisms.exponential import ExponentialMechanism, PermuteAndFlip
-from fastmwem.workloads.base import groups_of_queries, queries_of_groups
+from fastmwem.workloads.base import LinearWorkload, groups_of_queries, queries_of_groups
+
+if TYPE_CHECKING:
+    from fastmwem.indices.base import TopKOracle
+    from fastmwem.mechanisms.lazy import LazyExponentialMechanism
+    from fastmwem.release.state import SyntheticState
 
 __all__ = [
     "Chooser",
@@ -58,7 +64,7 @@ class PrivateData(Protocol):
 class Chooser(Protocol):
     """A prepared selection: one private choice per call."""
 
-    def choose(self, state: object, available: np.ndarray | None,
+    def choose(self, state: SyntheticState, available: np.ndarray | None,
                rng: np.random.Generator) -> int:
         """Index of the group (or query) to measure next.
 
@@ -82,11 +88,11 @@ class RoundSelection(Protocol):
     @property
     def name(self) -> str: ...
 
-    def event(self, epsilon: float) -> PrivacyEvent:
+    def event(self, epsilon: float | Fraction) -> PrivacyEvent:
         """The privacy event of one round run at ``epsilon``."""
         ...
 
-    def check(self, workload: object, *, epsilon: float, group_mode: bool,
+    def check(self, workload: LinearWorkload, *, epsilon: float, group_mode: bool,
               sensitivities: np.ndarray) -> None:
         """Raise ``ValueError``/``TypeError`` if this selection cannot run on ``workload``.
 
@@ -94,7 +100,7 @@ class RoundSelection(Protocol):
         """
         ...
 
-    def prepare(self, workload: object, private: PrivateData, *, epsilon: float,
+    def prepare(self, workload: LinearWorkload, private: PrivateData, *, epsilon: float,
                 group_mode: bool, sensitivities: np.ndarray, penalties: np.ndarray) -> Chooser:
         """Bind to the private data (after the charge) and return the round's chooser.
 
@@ -139,27 +145,29 @@ class ScanSelection:
     def name(self) -> str:
         return self.mechanism
 
-    def event(self, epsilon: float) -> PrivacyEvent:
+    def event(self, epsilon: float | Fraction) -> PrivacyEvent:
         return BoundedRange(epsilon) if self.mechanism == "exponential" else PureDP(epsilon)
 
-    def _selector(self, epsilon: float, sensitivities: np.ndarray) -> object:
+    def _selector(self, epsilon: float, sensitivities: np.ndarray) -> ScanMechanism:
         return _SCAN_MECHANISMS[self.mechanism](epsilon=epsilon,
                                                 sensitivity=float(sensitivities.max()))
 
-    def check(self, workload: object, *, epsilon: float, group_mode: bool,
+    def check(self, workload: LinearWorkload, *, epsilon: float, group_mode: bool,
               sensitivities: np.ndarray) -> None:
         self._selector(epsilon, sensitivities)
 
     #: An adaptive run may retune the chooser every round (``_ScanChooser.retuned``).
     adaptive = True
 
-    def prepare(self, workload: object, private: PrivateData, *, epsilon: float,
+    def prepare(self, workload: LinearWorkload, private: PrivateData, *, epsilon: float,
                 group_mode: bool, sensitivities: np.ndarray, penalties: np.ndarray) -> Chooser:
         return _ScanChooser(workload, private.answers(), self._selector(epsilon, sensitivities),
                             group_mode, penalties)
 
 
-_SCAN_MECHANISMS: dict[str, type] = {
+ScanMechanism = ExponentialMechanism | PermuteAndFlip
+
+_SCAN_MECHANISMS: dict[str, type[ScanMechanism]] = {
     "exponential": ExponentialMechanism,
     "permute-and-flip": PermuteAndFlip,
 }
@@ -167,9 +175,9 @@ _SCAN_MECHANISMS: dict[str, type] = {
 
 @dataclass
 class _ScanChooser:
-    workload: object
+    workload: LinearWorkload
     answers: np.ndarray
-    selector: object
+    selector: ScanMechanism
     group_mode: bool
     penalties: np.ndarray
     weights: np.ndarray | None = None
@@ -186,34 +194,34 @@ class _ScanChooser:
         return _ScanChooser(self.workload, self.answers, selector, self.group_mode, penalties,
                             weights)
 
-    def choose(self, state: object, available: np.ndarray | None,
+    def choose(self, state: SyntheticState, available: np.ndarray | None,
                rng: np.random.Generator) -> int:
-        offsets = np.asarray(self.workload.group_offsets)  # type: ignore[attr-defined]
+        offsets = np.asarray(self.workload.group_offsets)
         n = offsets.size - 1 if self.group_mode else int(offsets[-1])
         candidates = np.arange(n) if available is None else np.flatnonzero(available)
         scores = self._scores(state, candidates, offsets)
-        return int(candidates[self.selector.select(scores, rng=rng)])  # type: ignore[attr-defined]
+        return int(candidates[self.selector.select(scores, rng=rng)])
 
-    def _scores(self, state: object, candidates: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    def _scores(self, state: SyntheticState, candidates: np.ndarray, offsets: np.ndarray) -> np.ndarray:
         """Each candidate's L1 error on the data (capped at ``SCORE_CAP``) less its penalty.
 
         A dense state answers every query at once (sharing work between groups); any other
         state answers only the candidates' groups, which may be far fewer and cheaper.
         """
         if getattr(state, "distribution", None) is not None:
-            errors = state.answer(self.workload)  # type: ignore[attr-defined]
+            errors = state.answer(self.workload)
             true, starts = self.answers, offsets[:-1]
             picked = candidates
         else:
             groups = (candidates if self.group_mode
                       else np.unique(groups_of_queries(offsets, candidates)))
             queries = queries_of_groups(offsets, groups)
-            errors = state.answer_groups(self.workload, groups)  # type: ignore[attr-defined]
+            errors = state.answer_groups(self.workload, groups)
             true = self.answers[queries]
             starts = np.concatenate([[0], np.cumsum(offsets[groups + 1] - offsets[groups])[:-1]])
             picked = (np.arange(groups.size) if self.group_mode
                       else np.searchsorted(queries, candidates))
-        errors *= state.total  # type: ignore[attr-defined]
+        errors *= state.total
         errors -= true
         np.abs(errors, out=errors)
         if self.group_mode:
@@ -253,7 +261,7 @@ class LazySelection:
     index: object = None
     k: int | None = None
     allow_uncertified: bool = False
-    _cache: dict = field(default_factory=dict, compare=False, repr=False)
+    _cache: dict[int, tuple[LinearWorkload, TopKOracle]] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if isinstance(self.index, str) and not _known_index(self.index):
@@ -275,7 +283,7 @@ class LazySelection:
     def name(self) -> str:
         return "lazy"
 
-    def event(self, epsilon: float) -> PrivacyEvent:
+    def event(self, epsilon: float | Fraction) -> PrivacyEvent:
         """``BoundedRange(epsilon)``; with the opt-in, :class:`~fastmwem.mechanisms.Uncertified`
         unless the oracle built by :meth:`check` is known to be exact or certified."""
         if self.allow_uncertified and not self._certified():
@@ -290,11 +298,11 @@ class LazySelection:
         return any(oracle.exact or getattr(oracle, "certified_gap", None) is not None
                    for _, oracle in self._cache.values())
 
-    def check(self, workload: object, *, epsilon: float, group_mode: bool,
+    def check(self, workload: LinearWorkload, *, epsilon: float, group_mode: bool,
               sensitivities: np.ndarray) -> None:
         self._mechanism(workload, epsilon)
 
-    def _oracle(self, workload: object) -> object:
+    def _oracle(self, workload: LinearWorkload) -> TopKOracle:
         """The oracle over the workload's query vectors (public; built once and cached)."""
         key = id(workload)
         # The entry keeps the workload alive, so its id cannot be reused by another workload.
@@ -304,38 +312,38 @@ class LazySelection:
                                                          self.allow_uncertified))
         return self._cache[key][1]
 
-    def _mechanism(self, workload: object, epsilon: float) -> object:
+    def _mechanism(self, workload: LinearWorkload, epsilon: float) -> LazyExponentialMechanism:
         from fastmwem.mechanisms.lazy import LazyExponentialMechanism
 
         return LazyExponentialMechanism(
             self._oracle(workload), epsilon=epsilon,
-            sensitivity=float(workload.query_sensitivity),  # type: ignore[attr-defined]
+            sensitivity=float(workload.query_sensitivity),
             absolute=True, k=self.k, allow_uncertified=self.allow_uncertified)
 
-    def prepare(self, workload: object, private: PrivateData, *, epsilon: float,
+    def prepare(self, workload: LinearWorkload, private: PrivateData, *, epsilon: float,
                 group_mode: bool, sensitivities: np.ndarray, penalties: np.ndarray) -> Chooser:
         # The offsets are read once: some workloads build an array of m + 1 entries per access.
         return _LazyChooser(workload, np.asarray(private.histogram(), dtype=np.float64),
                             self._mechanism(workload, epsilon), group_mode,
-                            np.asarray(workload.group_offsets))  # type: ignore[attr-defined]
+                            np.asarray(workload.group_offsets))
 
 
 @dataclass
 class _LazyChooser:
-    workload: object
+    workload: LinearWorkload
     true_histogram: np.ndarray
-    mechanism: object
+    mechanism: LazyExponentialMechanism
     group_mode: bool
     offsets: np.ndarray
     tail_draws: list[int] = field(default_factory=list)
 
-    def choose(self, state: object, available: np.ndarray | None,
+    def choose(self, state: SyntheticState, available: np.ndarray | None,
                rng: np.random.Generator) -> int:
         distribution = getattr(state, "distribution", None)
         if distribution is None:
             raise ValueError("selection='lazy' needs a dense synthetic histogram; this state is "
                              f"{getattr(state, 'kind', type(state).__name__)}")
-        total = state.total  # type: ignore[attr-defined]
+        total = state.total
         offsets = self.offsets
         exclude = None
         if available is not None and not available.all():
@@ -347,7 +355,7 @@ class _LazyChooser:
         # v = h - n a: the scores |<q, v>| are the absolute errors of single queries
         vector = distribution * -total
         vector += self.true_histogram
-        stats = self.mechanism.select_with_stats(vector, rng=rng, exclude=exclude)  # type: ignore[attr-defined]
+        stats = self.mechanism.select_with_stats(vector, rng=rng, exclude=exclude)
         query = stats.index
         self.tail_draws.append(int(stats.n_tail))
         if not self.group_mode:
@@ -358,7 +366,7 @@ class _LazyChooser:
         """Answers of the measured queries alone: no round computes all ``m`` answers."""
         offsets = self.offsets
         group = int(np.searchsorted(offsets, queries.start, side="right") - 1)
-        answers = self.workload.answer_group(self.true_histogram, group)  # type: ignore[attr-defined]
+        answers = self.workload.answer_group(self.true_histogram, group)
         base = int(offsets[group])
         return np.asarray(answers)[queries.start - base:queries.stop - base]
 
@@ -366,10 +374,11 @@ class _LazyChooser:
 #: The last oracle built, shared by equal selections (a release checks, plans and runs with
 #: several configurations of one selection; each would otherwise build the index again). One
 #: entry, so at most one index is kept alive; it holds its workload, whose id it is keyed by.
-_LAST_ORACLE: list[tuple[object, object, bool, object]] = []
+_LAST_ORACLE: list[tuple[LinearWorkload, object, bool, TopKOracle]] = []
 
 
-def _shared_oracle(workload: object, index: object, allow_uncertified: bool) -> object:
+def _shared_oracle(workload: LinearWorkload, index: object, allow_uncertified: bool
+                   ) -> TopKOracle:
     for held, spec, opt_in, oracle in _LAST_ORACLE:
         if held is workload and opt_in == allow_uncertified and (
                 spec is index or (isinstance(index, str) and spec == index)):
@@ -405,7 +414,7 @@ def _scan(mechanism: str) -> Callable[..., RoundSelection]:
 _REGISTRY: dict[str, Callable[..., RoundSelection]] = {
     "exponential": _scan("exponential"),
     "permute-and-flip": _scan("permute-and-flip"),
-    "lazy": lambda **options: LazySelection(**options),  # type: ignore[arg-type]
+    "lazy": lambda **options: LazySelection(**options),
 }
 
 

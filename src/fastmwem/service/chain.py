@@ -88,9 +88,9 @@ def check_budgets(budgets: Mapping[str, tuple[str, str]], analyst_ids: Iterable[
         StateError: naming the scope whose row does not agree (never an amount).
     """
     parsed: dict[str, tuple[Fraction, Fraction]] = {}
-    for scope, (budget, used) in budgets.items():
+    for scope, (budget_text, used_text) in budgets.items():
         try:
-            parsed[scope] = (Fraction(budget), Fraction(used))
+            parsed[scope] = (Fraction(budget_text), Fraction(used_text))
         except (ValueError, ZeroDivisionError):
             raise StateError(f"the budget row {scope!r} is malformed") from None
     if "global" not in parsed:

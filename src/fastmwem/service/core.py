@@ -26,6 +26,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 from fastmwem.accounting import Accountant, BudgetExceededError, exact
 from fastmwem.data.domain import Domain
@@ -46,6 +47,9 @@ from fastmwem.service.store import (
     StoredAnswer,
     analyst_scope,
 )
+
+if TYPE_CHECKING:
+    from fastmwem.random import RNGLike
 
 __all__ = ["QueryService", "Principal", "AuthError", "RateLimiter", "RateLimitError",
            "RequestConflictError", "FORMAT"]
@@ -106,7 +110,7 @@ class QueryService:
     """A PMW session served to several analysts, with its state in ``store``."""
 
     def __init__(self, store: Store, dataset: object, config: PMWConfig, *, admin_token: str,
-                 data_hash: str, rng: object = None) -> None:
+                 data_hash: str, rng: RNGLike = None) -> None:
         self.store = store
         self.config = config
         self.domain: Domain = dataset.domain  # type: ignore[attr-defined]

@@ -552,7 +552,8 @@ class PostgresStore(Store):
     def lease(self) -> None:
         conn = self._psycopg.connect(self.url, autocommit=True)
         # A session-level advisory lock: released by the server when this connection dies.
-        if not conn.execute("SELECT pg_try_advisory_lock(8675309)").fetchone()[0]:
+        row = conn.execute("SELECT pg_try_advisory_lock(8675309)").fetchone()
+        if row is None or not row[0]:
             conn.close()
             raise RuntimeError("another server is serving this PostgreSQL state (its advisory "
                                "lock is held)")

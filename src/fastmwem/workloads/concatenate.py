@@ -8,7 +8,7 @@ import numpy as np
 
 from fastmwem._validation import check_int
 from fastmwem.workloads.base import LinearWorkload, check_histogram
-from fastmwem.workloads.oracles import ConcatenatedOracle, ScanOracle
+from fastmwem.workloads.oracles import ConcatenatedOracle, ExactOracle, ScanOracle
 
 __all__ = ["Concatenate"]
 
@@ -16,7 +16,7 @@ _MEMBERS = ("answer", "answer_group", "answer_transpose", "multiply_group", "row
             "group_offsets", "query_sensitivity", "group_sensitivity", "n_queries", "domain")
 
 
-def _part_oracle(part: object) -> object:
+def _part_oracle(part: LinearWorkload) -> ExactOracle:
     """A part's own top-k oracle, or an exact scan of its answers when it has none."""
     own = getattr(part, "top_k_oracle", None)
     if own is not None:

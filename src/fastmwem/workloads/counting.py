@@ -114,7 +114,7 @@ class RandomCountingQueries(LinearWorkload):
                 packed[s:s + rows] = np.packbits(gen.random((rows, size)) < p, axis=1)
         self.packed = packed
         self.packed.setflags(write=False)
-        self._nonempty = packed.any(axis=1)
+        self._nonempty = np.asarray(packed.any(axis=1))
 
     # -- sizes -------------------------------------------------------------------------------
     @property

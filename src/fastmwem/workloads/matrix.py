@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -127,9 +127,10 @@ class MatrixWorkload(LinearWorkload):
     def __init__(self, domain: Domain, matrix: object, groups: object = None) -> None:
         self.domain = check_domain(domain)
         if _sparse().issparse(matrix):
-            if not (np.issubdtype(matrix.dtype, np.integer) or np.issubdtype(matrix.dtype, np.floating)
-                    or matrix.dtype == np.bool_):
-                raise TypeError(f"matrix must hold real numbers, got dtype {matrix.dtype}")
+            dtype = cast(Any, matrix).dtype  # a scipy.sparse matrix (scipy has no type hints)
+            if not (np.issubdtype(dtype, np.integer) or np.issubdtype(dtype, np.floating)
+                    or dtype == np.bool_):
+                raise TypeError(f"matrix must hold real numbers, got dtype {dtype}")
             mat = _sparse().csr_array(matrix, dtype=np.float64)
             mat.sum_duplicates()
             values = mat.data

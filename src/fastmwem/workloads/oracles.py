@@ -16,8 +16,12 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 __all__ = ["check_k", "check_query_vectors", "check_query_ids", "top_k", "ExactOracle",
            "ScanOracle", "ConcatenatedOracle"]
@@ -40,7 +44,7 @@ def check_query_vectors(queries: object, dimension: int, name: str = "queries") 
 
     A 1-D vector of length ``dimension`` is taken as one query.
     """
-    if np.iscomplexobj(queries):
+    if np.iscomplexobj(cast("npt.ArrayLike", queries)):  # anything: it is being checked
         raise TypeError(f"{name} must be real, got complex values")
     try:
         arr = np.asarray(queries, dtype=np.float64)
@@ -183,7 +187,7 @@ class ConcatenatedOracle(ExactOracle):
     exact; block ``b``'s ids are shifted by the number of keys before it.
     """
 
-    def __init__(self, parts: Sequence[object]) -> None:
+    def __init__(self, parts: Sequence[ExactOracle]) -> None:
         dims = {int(p.dimension) for p in parts}
         if len(dims) != 1:
             raise ValueError(f"parts must share one dimension, got {sorted(dims)}")

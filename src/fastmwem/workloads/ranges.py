@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -79,8 +80,13 @@ class UnitBoxQueries:
 
     domain: Domain
     _layout: tuple[tuple[int, ...], tuple[int, ...]]
-    n_groups: int
-    n_queries: int
+
+    if TYPE_CHECKING:  # the workload class that mixes this in has them (read-only)
+        @property
+        def n_groups(self) -> int: ...
+
+        @property
+        def n_queries(self) -> int: ...
 
     def _box(self, query: int) -> tuple[slice, ...]:
         raise NotImplementedError

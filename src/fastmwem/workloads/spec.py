@@ -73,9 +73,9 @@ def parse_workload(spec: str, domain: Domain, *, seed: int | None = None) -> Lin
                 for c in itertools.combinations(domain.attributes, k)]
         return Marginals(domain, sets)
     if kind == "ranges":
-        count, _, names = argument.partition(":")
+        how_many, _, names = argument.partition(":")
         attributes = tuple(a for a in names.split(",") if a) if names else domain.attributes
-        return RangeQueries.random(domain, attributes, _positive(count, spec), rng=seed)
+        return RangeQueries.random(domain, attributes, _positive(how_many, spec), rng=seed)
     if kind == "intervals":
         if not argument or "," in argument:
             raise ValueError(f"workload {spec!r}: name one attribute, e.g. 'intervals:age'")

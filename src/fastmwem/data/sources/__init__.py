@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from fastmwem.data._checks import check_extra_columns_option
 from fastmwem.data._files import check_input_file
@@ -18,6 +19,9 @@ from fastmwem.data.parquetfile import is_parquet_path
 from fastmwem.data.schema import Schema
 from fastmwem.data.sources._engine import target_domain
 from fastmwem.data.sources.base import MarginalSource, check_attribute_sets
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 __all__ = ["AUTO_ENGINE_BYTES", "ENGINES", "MarginalSource", "check_attribute_sets",
            "choose_engine", "open_source"]
@@ -61,7 +65,7 @@ def open_source(
     engine: str = "auto",
     *,
     extra_columns: str = "error",
-    spark: object = None,
+    spark: SparkSession | None = None,
     spark_master: str | None = None,
     memory_limit: str | None = None,
     temp_directory: str | os.PathLike[str] | None = None,

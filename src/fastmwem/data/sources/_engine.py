@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -70,7 +71,7 @@ class QuerySource:
         """The table expression queries read (a table function or a view name)."""
         raise NotImplementedError
 
-    def _query_one(self, sql: str) -> dict[str, object]:
+    def _query_one(self, sql: str) -> dict[str, Any]:
         """The single row of ``sql`` as a dict."""
         raise NotImplementedError
 

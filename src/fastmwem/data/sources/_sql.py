@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from fastmwem.data.domain import Domain
-from fastmwem.data.schema import Categorical, ColumnSpec, Integer, Numeric, Schema
+from fastmwem.data.schema import Categorical, ColumnSpec, Integer, Label, Numeric, Schema
 
 __all__ = ["Check", "ColumnPlan", "Dialect", "DUCKDB", "SPARK", "MAX_SQL_BINS", "build_plans"]
 
@@ -289,7 +289,7 @@ class _Builder:
             stage = (missing, unmatched)
         return self._plan(k, stage)
 
-    def _label_case(self, labels: Sequence[object], other: int | None) -> str:
+    def _label_case(self, labels: Sequence[Label], other: int | None) -> str:
         """The code of a cell: equal to a label, else its text equal to a label's text."""
         d = self.d
         if self.kind == "text":

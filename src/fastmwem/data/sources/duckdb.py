@@ -24,6 +24,7 @@ import re
 import shutil
 import tempfile
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -100,10 +101,10 @@ class DuckDBSource(QuerySource):
         context = f"{self._what} {self._path!r}"
         self._own_temp = temp_directory is None
         config = _config(memory_limit, threads)
-        if not self._own_temp:
+        if temp_directory is not None:
             _check_temp_directory(os.fspath(temp_directory))
-        temp = tempfile.mkdtemp(prefix="fastmwem-duckdb-") if self._own_temp else os.fspath(
-            temp_directory)
+        temp = tempfile.mkdtemp(prefix="fastmwem-duckdb-") if temp_directory is None else (
+            os.fspath(temp_directory))
         self._temp = temp
         self._error = duckdb.Error
         try:
@@ -181,8 +182,8 @@ class DuckDBSource(QuerySource):
             raise ValueError(f"{self._what} {self._path!r} cannot be read{at} "
                              f"(DuckDB {type(exc).__name__})") from None
 
-    def _query_one(self, sql: str) -> dict[str, object]:
-        def work() -> dict[str, object]:
+    def _query_one(self, sql: str) -> dict[str, Any]:
+        def work() -> dict[str, Any]:
             cur = self._con.execute(sql)
             names = [d[0] for d in cur.description]
             return dict(zip(names, cur.fetchall()[0]))
@@ -317,7 +318,7 @@ def _csv_table(path: str, header: list[str], parallel: bool = True) -> str:
             f"null_padding = true, strict_mode = true{serial})")
 
 
-def _top_level(schema: list[tuple[object, ...]]) -> list[str]:
+def _top_level(schema: list[tuple[Any, ...]]) -> list[str]:
     """The top-level field names of ``parquet_schema`` rows (pre-order; row 0 is the root)."""
     names = []
     i = 1
@@ -327,7 +328,7 @@ def _top_level(schema: list[tuple[object, ...]]) -> list[str]:
     return names
 
 
-def _descendants(schema: list[tuple[object, ...]], i: int) -> int:
+def _descendants(schema: list[tuple[Any, ...]], i: int) -> int:
     total = 0
     for _ in range(int(schema[i][1] or 0)):
         child = i + 1 + total

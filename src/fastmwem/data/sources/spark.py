@@ -17,6 +17,7 @@ import re
 import sys
 import uuid
 from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -29,6 +30,10 @@ from fastmwem.data.schema import Schema
 from fastmwem.data.sources._engine import QuerySource, target_domain
 from fastmwem.data.sources._sql import SPARK, Check, flags_query
 
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import DataType
+
 __all__ = ["SparkSource", "spark_session"]
 
 _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
@@ -40,7 +45,7 @@ _ROW_BITS = 33
 _ROW_ID = "fastmwem_row_id"
 
 
-def spark_session(master: str = "local[2]"):  # -> pyspark.sql.SparkSession
+def spark_session(master: str = "local[2]") -> SparkSession:
     """The active Spark session, else a new one on ``master`` with the web UI off."""
     sql = require_module("pyspark.sql", "spark", "the spark engine")
     active = sql.SparkSession.getActiveSession()
@@ -86,7 +91,7 @@ class SparkSource(QuerySource):
         path: str | os.PathLike[str],
         domain_or_schema: Domain | Schema,
         *,
-        spark: object = None,
+        spark: SparkSession | None = None,
         master: str | None = None,
         extra_columns: str = "error",
     ) -> None:
@@ -114,7 +119,7 @@ class SparkSource(QuerySource):
             self._open(kinds, domain_or_schema, context)
 
     # -- reading -----------------------------------------------------------------------------
-    def _read(self) -> tuple[list[str], object]:
+    def _read(self) -> tuple[list[str], DataFrame]:
         reader = self.spark.read
         if not self._csv:
             frame = self._run(lambda: reader.parquet(self._path))
@@ -140,7 +145,7 @@ class SparkSource(QuerySource):
         try:
             yield
         finally:
-            conf.set("spark.sql.caseSensitive", before)
+            conf.set("spark.sql.caseSensitive", "false" if before is None else before)
 
     def _run(self, work):  # -> whatever work returns
         """Run ``work``; Spark's errors become ones that name the file, never its cells."""
@@ -155,7 +160,7 @@ class SparkSource(QuerySource):
     def _source(self) -> str:
         return self.dialect.ident(self._view)
 
-    def _query_one(self, sql: str) -> dict[str, object]:
+    def _query_one(self, sql: str) -> dict[str, Any]:
         with self._case_sensitive():
             return self._run(lambda: self.spark.sql(sql).collect()[0].asDict())
 
@@ -191,6 +196,5 @@ class SparkSource(QuerySource):
             self.spark.catalog.dropTempView(self._view)
 
 
-def _kind(data_type: object) -> str:
-    name = data_type.typeName()  # type: ignore[attr-defined]
-    return _KINDS.get(name, data_type.simpleString())  # type: ignore[attr-defined]
+def _kind(data_type: DataType) -> str:
+    return _KINDS.get(data_type.typeName(), data_type.simpleString())

@@ -5,9 +5,13 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from fastmwem._validation import check_int
 from fastmwem.accounting import Accountant, PrivacyEvent
+
+if TYPE_CHECKING:
+    from tqdm import tqdm
 
 __all__ = ["MAX_BATCH_BYTES", "check_size", "check_memory", "check_progress", "charge_draws",
            "Progress"]
@@ -53,7 +57,7 @@ def charge_draws(accountant: Accountant | None, event: PrivacyEvent, label: str,
     if accountant is not None and not isinstance(accountant, Accountant):
         raise TypeError(f"accountant must be an Accountant, got {type(accountant).__name__}")
     refused = accountant is not None and not _fits(accountant, event, count)
-    if refused:
+    if refused and accountant is not None:
         # The accountant raises its own BudgetExceededError and spends nothing. (Were it to
         # accept after all, the draws would simply go on, charged, with the check after it.)
         _charge(accountant, event, label, count)
@@ -96,7 +100,7 @@ class Progress:
         self._show = show
         self._delay = delay
         self._start = time.monotonic()
-        self._bar = None
+        self._bar: tqdm | None = None
         self._done = 0
         self._shown_at = 0.0
 

@@ -116,8 +116,9 @@ class ExponentialDensity:
     def normalising_constant(self, *, grid: int = 2001) -> float:
         """``C = integral of g`` by the midpoint rule (1-D boxes only; for tests and plots)."""
         lower = getattr(self.space, "lower", None)
-        if self.dim != 1 or lower is None:
+        upper = getattr(self.space, "upper", None)
+        if self.dim != 1 or lower is None or upper is None:
             raise ValueError("normalising_constant is available for 1-D boxes only")
-        lo, hi = float(self.space.lower[0]), float(self.space.upper[0])
+        lo, hi = float(lower[0]), float(upper[0])
         mids = lo + (np.arange(grid) + 0.5) * (hi - lo) / grid
         return float(np.exp(self.log_weight(mids[:, None])).sum() * (hi - lo) / grid)

@@ -19,7 +19,7 @@ from fastmwem._validation import check_epsilon, check_int, check_positive
 from fastmwem.mechanisms.continuous.mechanism import ContinuousExponentialMechanism
 from fastmwem.mechanisms.continuous.proposals import LaplaceExit
 from fastmwem.mechanisms.continuous.space import Ball, Box, as_points
-from fastmwem.random import make_rng
+from fastmwem.random import RNGLike, make_rng
 
 __all__ = [
     "MeanL1Loss",
@@ -248,7 +248,7 @@ class RidgeGradientLoss:
                                               loss_bound=self.loss_bound)
 
 
-def ridge_example_data(n: int = 100, *, rng: object = None) -> tuple[np.ndarray, np.ndarray]:
+def ridge_example_data(n: int = 100, *, rng: RNGLike = None) -> tuple[np.ndarray, np.ndarray]:
     """The paper's simulated ridge data (arXiv:2204.01132, App. B.5): p = 5.
 
     ``X_ij ~ Beta(5, 5)``, ``e_i ~ Beta(20, 20)``, ``Z_i = X_i beta* + (2 e_i - 1)`` with

@@ -71,7 +71,8 @@ def atom_runs(mech: ExponentialDensity, design: AtomDesign, n: int,
     step = 0
 
     while True:
-        restarting = restarting and active.size >= restart_above and step < restart_steps
+        restarting = (restarting and restart_above is not None and active.size >= restart_above
+                      and step < restart_steps)
         step += 1
         while restarting:
             # A run that ended at the atom is discarded and a fresh one starts (Algorithm 2).

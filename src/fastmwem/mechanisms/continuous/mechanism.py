@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from fastmwem.accounting import Accountant
 from fastmwem.mechanisms.continuous.density import ExponentialDensity
 from fastmwem.mechanisms.continuous.draws import ContinuousDraw, ContinuousDraws
 from fastmwem.mechanisms.continuous.metropolis import metropolis
 from fastmwem.mechanisms.continuous.perfect import atom_perfect, random_atom_perfect
+
+if TYPE_CHECKING:
+    from fastmwem.random import RNGLike
 
 __all__ = ["ContinuousExponentialMechanism", "METHODS"]
 
@@ -70,13 +74,13 @@ class ContinuousExponentialMechanism(ExponentialDensity):
             raise ValueError(f"method must be one of {METHODS}, got {method!r}")
         return _SAMPLERS[method]
 
-    def sample(self, *, rng: object = None, method: str = "atom",
+    def sample(self, *, rng: RNGLike = None, method: str = "atom",
                accountant: Accountant | None = None, **options: object) -> ContinuousDraw:
         """One draw by ``method``; ``options`` go to the sampler (see its docstring)."""
         sampler = self._sampler(method)
         return sampler(self, rng=rng, accountant=accountant, **options)  # type: ignore[return-value]
 
-    def sample_many(self, n: int, *, rng: object = None, method: str = "atom",
+    def sample_many(self, n: int, *, rng: RNGLike = None, method: str = "atom",
                     accountant: Accountant | None = None, **options: object) -> ContinuousDraws:
         """``n`` independent draws, vectorised across draws; the accountant is charged ``n`` times.
 

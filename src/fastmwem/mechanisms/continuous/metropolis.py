@@ -32,7 +32,7 @@ from fastmwem.mechanisms.continuous.density import ExponentialDensity
 from fastmwem.mechanisms.continuous.draws import ContinuousDraw, ContinuousDraws
 from fastmwem.mechanisms.continuous.proposals import LaplaceProposal, UniformProposal
 from fastmwem.mechanisms.continuous.space import as_points
-from fastmwem.random import make_rng
+from fastmwem.random import RNGLike, make_rng
 
 __all__ = ["metropolis", "doeblin_constant", "metropolis_delta", "metropolis_steps"]
 
@@ -112,7 +112,7 @@ def metropolis_steps(beta: float, delta: float, epsilon: float) -> int:
 
 
 def metropolis(mech: ExponentialDensity, *, size: int | None = None,
-               rng: object = None, accountant: Accountant | None = None,
+               rng: RNGLike = None, accountant: Accountant | None = None,
                steps: int | None = None, delta: float | None = None,
                proposal: UniformProposal | LaplaceProposal | None = None,
                beta: float | None = None, start: object = None,
@@ -141,8 +141,8 @@ def metropolis(mech: ExponentialDensity, *, size: int | None = None,
     b = doeblin_constant(mech, proposal) if beta is None else _check_beta(beta)
     if (steps is None) == (delta is None):
         raise ValueError("give exactly one of steps and delta")
-    m = metropolis_steps(b, delta, mech.epsilon) if steps is None else check_int(steps, "steps",
-                                                                                  minimum=1)
+    m = metropolis_steps(b, delta, mech.epsilon) if delta is not None else check_int(
+        steps, "steps", minimum=1)
     delta_m = metropolis_delta(b, m, mech.epsilon)
     if delta_m >= 1.0:
         raise ValueError(f"steps={m} is too short: the delta bound is >= 1 (beta={b})")

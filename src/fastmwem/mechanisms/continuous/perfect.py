@@ -47,13 +47,13 @@ from fastmwem.mechanisms.continuous.proposals import (
     UniformProposal,
 )
 from fastmwem.mechanisms.continuous.space import as_points
-from fastmwem.random import make_rng
+from fastmwem.random import RNGLike, make_rng
 
 __all__ = ["atom_perfect", "random_atom_perfect", "discrete_epsilon"]
 
 
 def atom_perfect(mech: ExponentialDensity, *, size: int | None = None,
-                 rng: object = None, accountant: Accountant | None = None, w: float = 0.5,
+                 rng: RNGLike = None, accountant: Accountant | None = None, w: float = 0.5,
                  kappa: float | None = None, k: float | None = None,
                  normalising_constant: float | None = None,
                  normalising_constant_lower: float | None = None,
@@ -104,7 +104,7 @@ def atom_perfect(mech: ExponentialDensity, *, size: int | None = None,
 
 
 def random_atom_perfect(mech: ExponentialDensity, *, size: int | None = None,
-                        rng: object = None, accountant: Accountant | None = None,
+                        rng: RNGLike = None, accountant: Accountant | None = None,
                         n_points: int = 100, points: object = None, w: float = 0.5,
                         kappa: float | None = None, k: float | None = None,
                         normalising_constant: float | None = None,

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fastmwem._validation import check_int, check_positive
-from fastmwem.random import make_rng
+from fastmwem.random import RNGLike, make_rng
 
 __all__ = ["Space", "Box", "Ball", "as_points"]
 
@@ -69,7 +69,7 @@ class Space(abc.ABC):
         """Boolean membership of each row of ``points`` (shape (n, d))."""
 
     @abc.abstractmethod
-    def uniform(self, size: int, *, rng: object = None) -> np.ndarray:
+    def uniform(self, size: int, *, rng: RNGLike = None) -> np.ndarray:
         """``size`` uniform draws from the space, shape (size, d)."""
 
 
@@ -163,7 +163,7 @@ class Box(Space):
         pts = as_points(points, self.dim)
         return np.all((pts >= self.lower) & (pts <= self.upper), axis=1)
 
-    def uniform(self, size: int, *, rng: object = None) -> np.ndarray:
+    def uniform(self, size: int, *, rng: RNGLike = None) -> np.ndarray:
         """``size`` independent uniform points, shape (size, d)."""
         n = check_int(size, "size", minimum=0)
         gen = make_rng(rng)
@@ -245,7 +245,7 @@ class Ball(Space):
         diff = pts - self.center
         return np.einsum("ij,ij->i", diff, diff) <= self.radius * self.radius
 
-    def uniform(self, size: int, *, rng: object = None) -> np.ndarray:
+    def uniform(self, size: int, *, rng: RNGLike = None) -> np.ndarray:
         """Uniform points: ``center + radius * U^(1/d) * xi / ||xi||`` with Gaussian ``xi``."""
         n = check_int(size, "size", minimum=0)
         gen = make_rng(rng)

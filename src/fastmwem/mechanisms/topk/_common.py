@@ -5,7 +5,7 @@ from __future__ import annotations
 import abc
 import numbers
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
@@ -13,7 +13,7 @@ from fastmwem._validation import check_epsilon, check_int
 from fastmwem.accounting import Accountant, PrivacyEvent
 from fastmwem.mechanisms.base import charge
 from fastmwem.mechanisms.seeding import check_rng
-from fastmwem.random import make_rng
+from fastmwem.random import RNGLike, make_rng
 
 __all__ = ["NEIGHBORS", "TopKMechanism", "check_counts", "check_k", "check_k_fits",
            "check_neighbors", "delta_of"]
@@ -118,10 +118,14 @@ class TopKMechanism(abc.ABC):
     #: The ledger label of a charge.
     label: ClassVar[str] = "top-k"
 
+    if TYPE_CHECKING:
+        @property
+        def neighbors(self) -> str: ...  # a field of each subclass
+
     def __post_init__(self) -> None:
         check_k(self.k)
         check_epsilon(self.epsilon)
-        check_neighbors(self.neighbors)  # type: ignore[attr-defined]
+        check_neighbors(self.neighbors)
 
     @property
     @abc.abstractmethod
@@ -136,7 +140,7 @@ class TopKMechanism(abc.ABC):
     def _select(self, counts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """The mechanism proper, on validated counts, after the charge."""
 
-    def select(self, counts: object, *, rng: object = None,
+    def select(self, counts: object, *, rng: RNGLike = None,
                accountant: Accountant | None = None) -> np.ndarray:
         """Return ``k`` distinct indices into ``counts``, best first (in selection order)."""
         values = check_counts(counts)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
@@ -17,6 +17,9 @@ from fastmwem.mechanisms.topk._samplers import (
     sample_pnf_joint,
     sample_pruned_joint,
 )
+
+if TYPE_CHECKING:
+    from fastmwem.random import RNGLike
 
 __all__ = ["JointTopK", "PNFJointTopK", "PrunedJointTopK", "joint", "pnf_joint", "pruned_joint",
            "MAX_TABLE_CELLS"]
@@ -214,7 +217,7 @@ class PrunedJointTopK(TopKMechanism):
         return sc.items(sample_pruned_joint(sc, self.scale, self.tau(counts.size), rng))
 
 
-def joint(counts: object, k: int, *, epsilon: float, rng: object = None,
+def joint(counts: object, k: int, *, epsilon: float, rng: RNGLike = None,
           neighbors: str = "add-remove", accountant: Accountant | None = None) -> np.ndarray:
     """Private top-k by the joint exponential mechanism; see :class:`JointTopK`.
 
@@ -224,7 +227,7 @@ def joint(counts: object, k: int, *, epsilon: float, rng: object = None,
     return JointTopK(k, epsilon, neighbors).select(counts, rng=rng, accountant=accountant)
 
 
-def pnf_joint(counts: object, k: int, *, epsilon: float, rng: object = None,
+def pnf_joint(counts: object, k: int, *, epsilon: float, rng: RNGLike = None,
               neighbors: str = "add-remove", accountant: Accountant | None = None) -> np.ndarray:
     """Private top-k by permute-and-flip over sequences; see :class:`PNFJointTopK`.
 
@@ -234,7 +237,7 @@ def pnf_joint(counts: object, k: int, *, epsilon: float, rng: object = None,
 
 
 def pruned_joint(counts: object, k: int, *, epsilon: float, beta: float = 1e-6,
-                 rng: object = None, neighbors: str = "add-remove",
+                 rng: RNGLike = None, neighbors: str = "add-remove",
                  accountant: Accountant | None = None) -> np.ndarray:
     """Private top-k by Wu and Zhang's clipped-utility joint mechanism; see :class:`PrunedJointTopK`.
 

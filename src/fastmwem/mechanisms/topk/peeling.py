@@ -10,13 +10,16 @@ from __future__ import annotations
 import abc
 import math
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
 from fastmwem._validation import check_epsilon, check_int, check_noise_scale, check_probability
 from fastmwem.accounting import Accountant, ApproxDP, PureDP
 from fastmwem.mechanisms.topk._common import TopKMechanism, delta_of
+
+if TYPE_CHECKING:
+    from fastmwem.random import RNGLike
 
 __all__ = [
     "PNFPeel",
@@ -226,20 +229,20 @@ class GammaTopK(_NoisyCounts):
         return radius * rng.uniform(-1.0, 1.0, size=d)
 
 
-def pnf_peel(counts: object, k: int, *, epsilon: float, rng: object = None,
+def pnf_peel(counts: object, k: int, *, epsilon: float, rng: RNGLike = None,
              neighbors: str = "add-remove", accountant: Accountant | None = None) -> np.ndarray:
     """Permute-and-flip peeling; ``epsilon``-DP. See :class:`PNFPeel`."""
     return PNFPeel(k, epsilon, neighbors).select(counts, rng=rng, accountant=accountant)
 
 
 def cdp_peel(counts: object, k: int, *, epsilon: float, delta: float = 1e-6,
-             rng: object = None, neighbors: str = "add-remove",
+             rng: RNGLike = None, neighbors: str = "add-remove",
              accountant: Accountant | None = None) -> np.ndarray:
     """One-shot Gumbel peeling; ``(epsilon, delta)``-DP. See :class:`CDPPeel`."""
     return CDPPeel(k, epsilon, delta, neighbors).select(counts, rng=rng, accountant=accountant)
 
 
-def laplace_topk(counts: object, k: int, *, epsilon: float, rng: object = None,
+def laplace_topk(counts: object, k: int, *, epsilon: float, rng: RNGLike = None,
                  max_items_per_user: int | None = None, neighbors: str = "add-remove",
                  accountant: Accountant | None = None) -> np.ndarray:
     """Laplace noisy top-k; ``epsilon``-DP. See :class:`LaplaceTopK`."""
@@ -247,7 +250,7 @@ def laplace_topk(counts: object, k: int, *, epsilon: float, rng: object = None,
         counts, rng=rng, accountant=accountant)
 
 
-def gamma_topk(counts: object, k: int, *, epsilon: float, rng: object = None,
+def gamma_topk(counts: object, k: int, *, epsilon: float, rng: RNGLike = None,
                neighbors: str = "add-remove", accountant: Accountant | None = None) -> np.ndarray:
     """Gamma (l_inf) noisy top-k; ``epsilon``-DP. See :class:`GammaTopK`."""
     return GammaTopK(k, epsilon, neighbors).select(counts, rng=rng, accountant=accountant)
