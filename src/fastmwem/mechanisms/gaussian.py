@@ -23,6 +23,7 @@ import numpy as np
 from fastmwem._validation import check_positive
 from fastmwem.accounting import ZCDP, Accountant, exact
 from fastmwem.mechanisms.base import charge
+from fastmwem.mechanisms.discrete import uniform_below
 from fastmwem.random import RNGLike, make_rng
 
 __all__ = ["DiscreteGaussian", "sample_discrete_gaussian", "discrete_gaussian_pmf",
@@ -37,27 +38,10 @@ SIGMA2_DENOMINATOR = 2**16
 #: their float copies inexact).
 MAX_SIGMA2 = Fraction(10**30)
 
-_MAX_WORD = 2**62
-
-
-def _uniform_below(rng: np.random.Generator, n: int) -> int:
-    """A uniform integer in ``[0, n)`` for any ``n >= 1`` (exact: rejection on 62-bit words)."""
-    if n <= _MAX_WORD:
-        return int(rng.integers(n))
-    bits = n.bit_length()
-    words = -(-bits // 62)
-    while True:
-        value = 0
-        for _ in range(words):
-            value = (value << 62) | int(rng.integers(_MAX_WORD))
-        value >>= words * 62 - bits
-        if value < n:
-            return value
-
 
 def _bernoulli(rng: np.random.Generator, p: Fraction) -> bool:
     """True with probability ``p`` in ``[0, 1]``, exactly."""
-    return _uniform_below(rng, p.denominator) < p.numerator
+    return uniform_below(rng, p.denominator) < p.numerator
 
 
 def _bernoulli_exp_small(rng: np.random.Generator, gamma: Fraction) -> bool:
@@ -84,14 +68,14 @@ def _bernoulli_exp(rng: np.random.Generator, gamma: Fraction) -> bool:
 def _discrete_laplace(rng: np.random.Generator, t: int) -> int:
     """An integer with probability proportional to ``exp(-|x| / t)`` (``t >= 1`` an integer)."""
     while True:
-        u = _uniform_below(rng, t)
+        u = uniform_below(rng, t)
         if not _bernoulli_exp(rng, Fraction(u, t)):
             continue
         v = 0  # geometric: the number of exp(-1) successes before a failure
         while _bernoulli_exp_small(rng, Fraction(1)):
             v += 1
         magnitude = u + t * v
-        negative = _uniform_below(rng, 2) == 1
+        negative = uniform_below(rng, 2) == 1
         if negative and magnitude == 0:
             continue  # zero would otherwise be counted twice
         return -magnitude if negative else magnitude
