@@ -562,18 +562,18 @@ def test_accountant_copies_and_pickles_with_its_own_lock():
 def test_memory_store_keeps_a_running_total_instead_of_summing_the_ledger(monkeypatch):
     import copy
 
-    import fastmwem.accounting as accounting
+    import fastmwem.accounting.ledger as ledger
     from fastmwem.accounting import LedgerEntry, MemoryLedgerStore
 
     passes_over_ledger = []
-    real_total = accounting._total
+    real_total = ledger._total
 
     def counting_total(entries, width):
         entries = tuple(entries)
         passes_over_ledger.append(len(entries))
         return real_total(entries, width)
 
-    monkeypatch.setattr(accounting, "_total", counting_total)
+    monkeypatch.setattr(ledger, "_total", counting_total)
     store = MemoryLedgerStore()
     acc = Accountant(epsilon=1, store=store)
     for i in range(200):

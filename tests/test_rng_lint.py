@@ -69,7 +69,7 @@ MODULES = sorted(SRC.rglob("*.py"))
 
 def test_there_are_modules_to_scan():
     names = {p.name for p in MODULES}
-    assert {"random.py", "accounting.py", "exponential.py", "laplace.py"} <= names
+    assert {"random.py", "accountant.py", "exponential.py", "laplace.py"} <= names
 
 
 @pytest.mark.parametrize("path", MODULES, ids=[str(p.relative_to(SRC)) for p in MODULES])
