@@ -44,7 +44,7 @@ from fastmwem.workloads.base import LinearWorkload
 
 if TYPE_CHECKING:
     from fastmwem.release._private import PrivateView
-    from fastmwem.release.mwem import MWEMConfig
+    from fastmwem.release.config import MWEMConfig
 
 __all__ = ["AdaptiveRun", "run_adaptive"]
 

@@ -29,7 +29,7 @@ from fastmwem.release.state import MWState, SyntheticState
 from fastmwem.workloads.base import LinearWorkload, groups_of_queries
 
 if TYPE_CHECKING:
-    from fastmwem.release.mwem import MWEMConfig
+    from fastmwem.release.config import MWEMConfig
 
 __all__ = ["check_release_inputs", "check_dataset", "choose_model", "candidate_workload",
            "candidate_kind", "only_supersets",

@@ -26,7 +26,7 @@ from fastmwem.release.state import MAX_RECORDS, MWState, SyntheticState, clipped
 from fastmwem.workloads.base import LinearWorkload, groups_of_queries
 
 if TYPE_CHECKING:
-    from fastmwem.release.mwem import MWEMConfig
+    from fastmwem.release.config import MWEMConfig
 
 __all__ = ["Measurement", "Run", "start_state", "update", "reuse", "result_of", "TotalEstimate",
            "refined_total"]

@@ -20,7 +20,7 @@ from fastmwem.release.selection import SCORE_CAP, RoundSelection
 from fastmwem.workloads.base import MAX_QUERY_VALUE, LinearWorkload
 
 if TYPE_CHECKING:
-    from fastmwem.release.mwem import MWEMConfig
+    from fastmwem.release.config import MWEMConfig
 
 __all__ = ["MWEMSetup", "prepare", "check_workload"]
 

@@ -30,7 +30,7 @@ from fastmwem.release.selection import RoundSelection
 from fastmwem.workloads.base import LinearWorkload
 
 if TYPE_CHECKING:
-    from fastmwem.release.mwem import MWEMConfig
+    from fastmwem.release.config import MWEMConfig
 
 __all__ = ["MWEMPlan", "plan_mwem", "check_run_inputs", "mwem_privacy_plan", "plan_setup"]
 

@@ -10,7 +10,7 @@ import numpy as np
 from fastmwem.workloads.base import LinearWorkload
 
 if TYPE_CHECKING:
-    from fastmwem.release.mwem import MWEMConfig
+    from fastmwem.release.config import MWEMConfig
 
 __all__ = ["MWEMResources", "mwem_resources"]
 
