@@ -31,7 +31,6 @@ from fastmwem.release._privacy import (
 )
 from fastmwem.release.annealing import INITIAL_ROUNDS_PER_ATTRIBUTE, split_round
 from fastmwem.release.factored import DEFAULT_MAX_CLIQUE_CELLS
-from fastmwem.release.resources import _FACTORED_FINAL_PASSES
 from fastmwem.release.selection import resolve_selection
 from fastmwem.release.state import MAX_RECORDS
 
@@ -49,7 +48,7 @@ MAX_REUSE_PASSES = 1000
 MAX_FINAL_PASSES = 100_000
 
 #: Final reuse passes of a factored run (``MWEMConfig.final_passes=None``).
-FINAL_PASSES_FACTORED = _FACTORED_FINAL_PASSES
+FINAL_PASSES_FACTORED = 5000
 
 #: Share of a round's epsilon a factored run spends on selection (``select_fraction=None``).
 SELECT_FRACTION_FACTORED_EXACT = Fraction(1, 10)

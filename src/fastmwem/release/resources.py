@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from fastmwem.release.config import FINAL_PASSES_FACTORED
 from fastmwem.workloads.base import LinearWorkload
 
 if TYPE_CHECKING:
@@ -111,9 +112,6 @@ _FACTORED_PER_QUERY_ARRAYS = 5
 _FACTORED_MODEL_COPIES = 3
 _SECONDS_PER_FACTORED_UPDATE = 1e-4
 _SECONDS_PER_FACTORED_QUERY = 1e-7
-# MWEMConfig.final_passes=None on a factored model (kept equal to mwem.FINAL_PASSES_FACTORED;
-# resources cannot import mwem, which imports it).
-_FACTORED_FINAL_PASSES = 5000
 
 
 def _rounds(config: MWEMConfig, workload: LinearWorkload) -> int:
@@ -137,7 +135,7 @@ def _factored_resources(config: MWEMConfig, workload: LinearWorkload) -> MWEMRes
               + rounds * (_BYTES_PER_ROUND + 8 * int(np.diff(workload.group_offsets).max())))
     passes = int(config.reuse_passes)
     final = getattr(config, "final_passes", None)
-    final = _FACTORED_FINAL_PASSES if final is None else int(final)
+    final = FINAL_PASSES_FACTORED if final is None else int(final)
     updates = rounds + passes * rounds * (rounds + 1) // 2 + final * rounds
     seconds = (updates * _SECONDS_PER_FACTORED_UPDATE
                + rounds * queries * _SECONDS_PER_FACTORED_QUERY)
