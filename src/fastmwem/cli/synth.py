@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from fastmwem.accounting import Accountant
 from fastmwem.cli import CLIError, print_warning, warn_seeded
 from fastmwem.cli._io import (
     check_paths,
@@ -41,10 +40,10 @@ from fastmwem.release.defaults import (
     AUTO_REUSE_PASSES,
     MAX_DEFAULT_ROUNDS,
     MWEMChoices,
+    check_options,
     default_workload_spec,
-    mwem_auto,
+    mwem_with_defaults,
 )
-from fastmwem.release.mwem import MWEMConfig
 from fastmwem.release.result import MWEMResult
 from fastmwem.release.selection import selection_names
 from fastmwem.workloads.base import LinearWorkload
@@ -212,12 +211,6 @@ def _definition(args: argparse.Namespace) -> PrivacyDefinition:
     return definition_of(args.privacy, args.delta)
 
 
-def _accountant(args: argparse.Namespace) -> Accountant:
-    definition = _definition(args)
-    budget: dict[str, Any] = {definition.currency: definition.budget(args.epsilon, args.delta)}
-    return Accountant(**budget)
-
-
 def _row_bytes(domain: Domain, schema: object) -> int:
     """An upper bound on the bytes of one CSV row of synthetic records (public: the domain)."""
     import pandas as pd
@@ -256,8 +249,7 @@ def _bytes(n: int) -> str:
 def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     _check_numbers(args)
-    MWEMConfig(rounds=args.rounds if isinstance(args.rounds, int) else 1,  # fail early
-               **_budget(args), **_options(args))
+    check_options(rounds=args.rounds, **_budget(args), **_options(args))  # before the data
     check_source_arguments(args)
     _check_sources(args)
     check_paths({"--out": args.out, "--report": args.report}, _inputs(args))
@@ -276,10 +268,10 @@ def run(args: argparse.Namespace) -> int:
                         f"the noisy record count ({_rows(total):,} rows; the count's share of "
                         "epsilon is spent, nothing else; give --rows)")
 
-    result, choices = mwem_auto(
-        dataset, workload, rounds=args.rounds, rng=args.seed, accountant=_accountant(args),
-        schema=schema, progress=show_progress, before_rounds=before_rounds, **_budget(args),
-        **_options(args))
+    result = mwem_with_defaults(
+        dataset, workload, rounds=args.rounds, rng=args.seed, schema=schema,
+        progress=show_progress, before_rounds=before_rounds, **_budget(args), **_options(args))
+    choices = cast(MWEMChoices, result.choices)  # always set by mwem_with_defaults
     if args.seed is not None:
         warn_seeded("synth", '; the report says "private": false' if args.report else "")
     # The default rows are the released count the disk was checked for (an adaptive run
