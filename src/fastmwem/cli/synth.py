@@ -33,6 +33,7 @@ from fastmwem.evaluation import (
     relative_entropy_of_records,
     workload_error,
 )
+from fastmwem.random import split_seed
 from fastmwem.release._privacy import PrivacyDefinition, definition_of
 from fastmwem.release._private import answers_from_marginals
 from fastmwem.release._sampling import AUTO_MATCH_ROWS, SAMPLING_METHODS, default_sampling
@@ -255,7 +256,10 @@ def run(args: argparse.Namespace) -> int:
     check_paths({"--out": args.out, "--report": args.report}, _inputs(args))
     dataset, schema = _load(args)
     spec = default_workload_spec(dataset.domain) if args.workload is None else args.workload
-    workload = parse_workload(spec, dataset.domain, seed=args.seed)
+    # One seed, three independent streams: the public workload's draw does not move with the
+    # noise (whose length depends on epsilon), nor the records with either.
+    workload_rng, noise_rng, sampling_rng = split_seed(args.seed)
+    workload = parse_workload(spec, dataset.domain, seed=workload_rng)
     row_bytes = _row_bytes(dataset.domain, schema)
     if args.rows is not None:
         _check_disk(args.rows, row_bytes, args, f"--rows {args.rows}")
@@ -269,7 +273,7 @@ def run(args: argparse.Namespace) -> int:
                         "epsilon is spent, nothing else; give --rows)")
 
     result = mwem_with_defaults(
-        dataset, workload, rounds=args.rounds, rng=args.seed, schema=schema,
+        dataset, workload, rounds=args.rounds, rng=noise_rng, schema=schema,
         progress=show_progress, before_rounds=before_rounds, **_budget(args), **_options(args))
     choices = cast(MWEMChoices, result.choices)  # always set by mwem_with_defaults
     if args.seed is not None:
@@ -285,7 +289,7 @@ def run(args: argparse.Namespace) -> int:
               "to the model (matching costs about 44 s per 10^6 rows); give --sampling matched "
               "to match them anyway", file=sys.stderr)
     counted = RecordCounts(workload) if args.evaluate else None
-    blocks = result.sample_chunks(rows, rng=None if args.seed is None else args.seed + 1,
+    blocks = result.sample_chunks(rows, rng=sampling_rng,
                                   sampling=sampling, decode=counted is None)
     if counted is not None:
         blocks = _counting(blocks, counted, result)
