@@ -129,9 +129,9 @@ def test_default_rows_beyond_the_disk_fail_before_mwem_is_charged(cli, tmp_path,
 def test_a_count_below_one_writes_one_row_and_says_so(cli, tmp_path):
     csv, domain, _ = write_table(tmp_path, [2, 3, 2, 2], 800)
     out, report = tmp_path / "o.csv", tmp_path / "r.json"
-    # At epsilon 1e-5 the count has noise of scale 1e7; the draw of seed 2 is negative.
+    # At epsilon 1e-5 the count has noise of scale 1e7; the draw of seed 3 is negative.
     code, _, err = cli("synth", csv, "--domain", domain, "--epsilon", 1e-5, "--out", out,
-                       "--seed", 2, "--report", report)
+                       "--seed", 3, "--report", report)
     assert code == 0, err
     assert len(pd.read_csv(out)) == 1
     assert "noisy record count (1, at least 1)" in err and "--rows" in err
