@@ -11,7 +11,7 @@ from fastmwem.accounting import (
 from fastmwem.data import Dataset, Domain, PrivacyLeakWarning, Schema
 from fastmwem.lp import LPResult, private_linprog
 from fastmwem.random import make_rng
-from fastmwem.release import MWEMResult, mwem
+from fastmwem.release import MWEMResult, mwem, mwem_with_defaults
 from fastmwem.release.pmw import Answer, PMWSession, SessionExhaustedError
 
 __version__ = "0.1.0"
@@ -34,5 +34,6 @@ __all__ = [
     "LPResult",
     "make_rng",
     "mwem",
+    "mwem_with_defaults",
     "private_linprog",
 ]

@@ -45,7 +45,7 @@ def no_release(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("the run reached the mechanism")
 
-    monkeypatch.setattr("fastmwem.cli.synth.mwem_auto", refuse)
+    monkeypatch.setattr("fastmwem.cli.synth.mwem_with_defaults", refuse)
     for cls in METHODS.values():
         monkeypatch.setattr(cls, "select", refuse)
 

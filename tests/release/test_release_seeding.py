@@ -12,7 +12,7 @@ import pytest
 from fastmwem.data import Dataset, Domain, PrivacyLeakWarning
 from fastmwem.mechanisms.seeding import CallerRNGWarning, SeededRunWarning
 from fastmwem.random import secure_rng
-from fastmwem.release import mwem, mwem_auto, pmw_offline
+from fastmwem.release import mwem, mwem_with_defaults, pmw_offline
 from fastmwem.workloads import Marginals
 
 SEED = 918273645
@@ -31,12 +31,11 @@ def _budget(release):
     return dict(epsilon=1.0, rounds=2, **({"delta": 1e-6} if release is pmw_offline else {}))
 
 
-@pytest.mark.parametrize("release", [mwem, mwem_auto, pmw_offline])
+@pytest.mark.parametrize("release", [mwem, mwem_with_defaults, pmw_offline])
 def test_integer_seed_warns_and_marks_the_result_not_private(problem, release):
     dataset, workload = problem
     with pytest.warns(PrivacyLeakWarning, match="integer seed") as record:
         result = release(dataset, workload, **_budget(release), rng=SEED)
-    result = result[0] if isinstance(result, tuple) else result
     assert [w.category for w in record] == [SeededRunWarning]
     assert record[0].filename == __file__
     assert result.seeded is True
@@ -47,7 +46,7 @@ def test_integer_seed_warns_and_marks_the_result_not_private(problem, release):
     assert str(SEED) not in str(record[0].message)
 
 
-@pytest.mark.parametrize("release", [mwem, mwem_auto, pmw_offline])
+@pytest.mark.parametrize("release", [mwem, mwem_with_defaults, pmw_offline])
 @pytest.mark.parametrize("rng", [None, "secure"])
 def test_os_entropy_is_private_and_silent(problem, release, rng):
     dataset, workload = problem
@@ -55,7 +54,6 @@ def test_os_entropy_is_private_and_silent(problem, release, rng):
         warnings.simplefilter("error", PrivacyLeakWarning)
         result = release(dataset, workload, **_budget(release),
                          rng=secure_rng() if rng == "secure" else None)
-    result = result[0] if isinstance(result, tuple) else result  # mwem_auto: (result, choices)
     assert result.seeded is False and result.rng_provenance == ()
     assert result.report()["private"] is True
     assert result.report()["not_private_because"] == []
@@ -67,16 +65,15 @@ def _chacha_with_a_known_key():
     return np.random.Generator(ChaCha(key=np.arange(4, dtype=np.uint64), counter=0, rounds=20))
 
 
-@pytest.mark.parametrize("release", [mwem, mwem_auto, pmw_offline])
+@pytest.mark.parametrize("release", [mwem, mwem_with_defaults, pmw_offline])
 @pytest.mark.parametrize("make", [lambda: np.random.default_rng(SEED), _chacha_with_a_known_key],
                          ids=["pcg64", "chacha"])
 def test_a_callers_generator_warns_once_and_is_not_private(problem, release, make):
     dataset, workload = problem
     with pytest.warns(CallerRNGWarning, match="Generator the caller made") as record:
         result = release(dataset, workload, **_budget(release), rng=make())
-    assert [w.category for w in record] == [CallerRNGWarning]  # mwem_auto's inner runs: silent
+    assert [w.category for w in record] == [CallerRNGWarning]  # inner runs: silent
     assert record[0].filename == __file__
-    result = result[0] if isinstance(result, tuple) else result
     assert result.seeded is False and result.rng_provenance == ("caller_rng",)
     report = result.report()
     assert report["private"] is False and report["not_private_because"] == ["caller_rng"]

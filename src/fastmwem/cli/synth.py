@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from fastmwem.accounting import Accountant
 from fastmwem.cli import CLIError, print_warning, warn_seeded
 from fastmwem.cli._io import (
     check_paths,
@@ -34,6 +33,7 @@ from fastmwem.evaluation import (
     relative_entropy_of_records,
     workload_error,
 )
+from fastmwem.random import split_seed
 from fastmwem.release._privacy import PrivacyDefinition, definition_of
 from fastmwem.release._private import answers_from_marginals
 from fastmwem.release._sampling import AUTO_MATCH_ROWS, SAMPLING_METHODS, default_sampling
@@ -41,10 +41,10 @@ from fastmwem.release.defaults import (
     AUTO_REUSE_PASSES,
     MAX_DEFAULT_ROUNDS,
     MWEMChoices,
+    check_options,
     default_workload_spec,
-    mwem_auto,
+    mwem_with_defaults,
 )
-from fastmwem.release.mwem import MWEMConfig
 from fastmwem.release.result import MWEMResult
 from fastmwem.release.selection import selection_names
 from fastmwem.workloads.base import LinearWorkload
@@ -212,12 +212,6 @@ def _definition(args: argparse.Namespace) -> PrivacyDefinition:
     return definition_of(args.privacy, args.delta)
 
 
-def _accountant(args: argparse.Namespace) -> Accountant:
-    definition = _definition(args)
-    budget: dict[str, Any] = {definition.currency: definition.budget(args.epsilon, args.delta)}
-    return Accountant(**budget)
-
-
 def _row_bytes(domain: Domain, schema: object) -> int:
     """An upper bound on the bytes of one CSV row of synthetic records (public: the domain)."""
     import pandas as pd
@@ -256,14 +250,16 @@ def _bytes(n: int) -> str:
 def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     _check_numbers(args)
-    MWEMConfig(rounds=args.rounds if isinstance(args.rounds, int) else 1,  # fail early
-               **_budget(args), **_options(args))
+    check_options(rounds=args.rounds, **_budget(args), **_options(args))  # before the data
     check_source_arguments(args)
     _check_sources(args)
     check_paths({"--out": args.out, "--report": args.report}, _inputs(args))
     dataset, schema = _load(args)
     spec = default_workload_spec(dataset.domain) if args.workload is None else args.workload
-    workload = parse_workload(spec, dataset.domain, seed=args.seed)
+    # One seed, three independent streams: the public workload's draw does not move with the
+    # noise (whose length depends on epsilon), nor the records with either.
+    workload_rng, noise_rng, sampling_rng = split_seed(args.seed)
+    workload = parse_workload(spec, dataset.domain, seed=workload_rng)
     row_bytes = _row_bytes(dataset.domain, schema)
     if args.rows is not None:
         _check_disk(args.rows, row_bytes, args, f"--rows {args.rows}")
@@ -276,10 +272,10 @@ def run(args: argparse.Namespace) -> int:
                         f"the noisy record count ({_rows(total):,} rows; the count's share of "
                         "epsilon is spent, nothing else; give --rows)")
 
-    result, choices = mwem_auto(
-        dataset, workload, rounds=args.rounds, rng=args.seed, accountant=_accountant(args),
-        schema=schema, progress=show_progress, before_rounds=before_rounds, **_budget(args),
-        **_options(args))
+    result = mwem_with_defaults(
+        dataset, workload, rounds=args.rounds, rng=noise_rng, schema=schema,
+        progress=show_progress, before_rounds=before_rounds, **_budget(args), **_options(args))
+    choices = cast(MWEMChoices, result.choices)  # always set by mwem_with_defaults
     if args.seed is not None:
         warn_seeded("synth", '; the report says "private": false' if args.report else "")
     # The default rows are the released count the disk was checked for (an adaptive run
@@ -293,7 +289,7 @@ def run(args: argparse.Namespace) -> int:
               "to the model (matching costs about 44 s per 10^6 rows); give --sampling matched "
               "to match them anyway", file=sys.stderr)
     counted = RecordCounts(workload) if args.evaluate else None
-    blocks = result.sample_chunks(rows, rng=None if args.seed is None else args.seed + 1,
+    blocks = result.sample_chunks(rows, rng=sampling_rng,
                                   sampling=sampling, decode=counted is None)
     if counted is not None:
         blocks = _counting(blocks, counted, result)

@@ -1,7 +1,7 @@
 """Release algorithms: MWEM (classic and fast), private multiplicative weights (offline, and the
 online session), and the multiplicative-weights state they share."""
 
-from fastmwem.release.defaults import mwem_auto
+from fastmwem.release.defaults import MWEMChoices, mwem_auto, mwem_with_defaults
 from fastmwem.release.definitions import (
     PrivacyDefinition,
     PureDefinition,
@@ -23,7 +23,8 @@ from fastmwem.release.selection import (
 from fastmwem.release.state import MWState, SyntheticState
 
 __all__ = ["mwem", "MWEMConfig", "MWEMResult", "RoundRecord", "MWState", "FactoredState",
-           "SyntheticState", "mwem_privacy_plan", "mwem_resources", "MWEMResources", "mwem_auto",
+           "SyntheticState", "mwem_privacy_plan", "mwem_resources", "MWEMResources", "mwem_with_defaults",
+           "MWEMChoices", "mwem_auto",
            "pmw_offline", "OfflinePMWConfig", "pmw_offline_privacy_plan", "RoundSelection",
            "ScanSelection", "LazySelection", "register_selection", "PMWSession", "PMWConfig",
            "PMWRecord", "Answer", "SessionExhaustedError", "PrivacyDefinition", "PureDefinition",

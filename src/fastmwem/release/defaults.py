@@ -1,7 +1,7 @@
 """Defaults that adapt to the table: the workload order and the number of MWEM rounds.
 
 Every choice uses public information (the domain, the workload, epsilon) and the noisy record
-count, which is itself a private output: :func:`mwem_auto` measures the count first, charges
+count, which is itself a private output: :func:`mwem_with_defaults` measures the count first, charges
 it, and chooses the rounds from it; MWEM then charges its own plan. That is adaptive basic
 composition, and the total never exceeds ``epsilon``.
 
@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
+from fastmwem._deprecation import _outside_stacklevel, warn_renamed
 from fastmwem._validation import check_int, check_probability
 from fastmwem.accounting import Accountant, exact, float_below
 from fastmwem.data.domain import Domain
@@ -51,7 +52,7 @@ from fastmwem.workloads.base import LinearWorkload
 if TYPE_CHECKING:
     from fastmwem.data.sources.base import MarginalSource
 
-__all__ = ["mwem_auto", "MWEMChoices", "default_workload_spec", "default_rounds",
+__all__ = ["mwem_with_defaults", "mwem_auto", "check_options", "MWEMChoices", "default_workload_spec", "default_rounds",
            "superset_rounds", "use_adaptive",
            "ADAPTIVE_MIN_RHO_N2",
            "DEFAULT_ORDER", "MAX_DEFAULT_ROUNDS", "NOISE_SHARE", "NOISE_TEST_ALPHA",
@@ -96,7 +97,7 @@ MAX_SUPERSET_ROUNDS = 50
 #: mean L1 fixed / adaptive: epsilon 0.1 (rho n^2 = 8e4) 0.065 / 0.087; 0.3 (7e5) 0.029 /
 #: 0.030; 1 (7e6) 0.018 / 0.015; 3 (6e7) 0.017 / 0.007.
 ADAPTIVE_MIN_RHO_N2 = 2e6
-#: Reuse passes per round of a :func:`mwem_auto` run under pure DP, or under zCDP on a factored
+#: Reuse passes per round of a :func:`mwem_with_defaults` run under pure DP, or under zCDP on a factored
 #: model (``MWEMConfig`` keeps 20, and so do zCDP runs on a dense model). Mean L1, 20 / 50
 #: passes: NLTCS all 3-way, pure (superset candidates, 8 seeds) at epsilon 0.1 / 0.3 / 1 / 3:
 #: 0.0869 / 0.0350 / 0.0143 / 0.0070 against 0.0785 / 0.0318 / 0.0137 / 0.0057; adult at
@@ -202,7 +203,7 @@ def zcdp_superset_rounds(*, ceiling: int, cells: float, rho_rounds: float,
 
 @dataclass(frozen=True)
 class MWEMChoices:
-    """What :func:`mwem_auto` chose, for the run's report (all public or already released).
+    """What :func:`mwem_with_defaults` chose, for the run's report (all public or already released).
 
     Attributes:
         rounds: the number of rounds run (an adaptive run's, known after it).
@@ -231,7 +232,7 @@ class MWEMChoices:
     reuse_passes: int = MWEMConfig.reuse_passes
 
 
-def mwem_auto(
+def mwem_with_defaults(
     dataset: object,
     workload: LinearWorkload,
     *,
@@ -245,7 +246,7 @@ def mwem_auto(
     delta: float | None = None,
     rho: float | None = None,
     **options: Any,
-) -> tuple[MWEMResult, MWEMChoices]:
+) -> MWEMResult:
     """MWEM with its record count measured first, so that the default rounds can adapt to it.
 
     Privacy: the count (sensitivity 1) at ``count_fraction`` of the budget, then
@@ -295,7 +296,8 @@ def mwem_auto(
         **options: the other keyword arguments of :func:`~fastmwem.release.mwem`.
 
     Returns:
-        The MWEM result (its ``guarantee`` covers the count too) and what was chosen.
+        The MWEM result: its ``guarantee`` covers the count too, and its ``choices``
+        (:class:`MWEMChoices`) say what was chosen.
     """
     definition = definition_of(privacy, delta)
     budget = definition.budget(epsilon, delta, rho)
@@ -355,7 +357,8 @@ def mwem_auto(
     # Superset candidates, if the rule may choose them: checked now, before the count's charge.
     superset = (_superset_option(config, workload, model, limit, check, privacy)
                 if by_rule or undecided else None)
-    provenance = check_rng(rng, "mwem", stacklevel=3)
+    # +1: check_rng warns from one frame below this one (the caller may be the alias).
+    provenance = check_rng(rng, "mwem", stacklevel=_outside_stacklevel() + 1)
 
     if counter is None:
         total = public_total
@@ -403,7 +406,32 @@ def mwem_auto(
                           adaptive=adaptive, record_count=float(total),
                           candidates=candidates,
                           reuse_passes=int(config.get("reuse_passes", MWEMConfig.reuse_passes)))
-    return result, choices
+    return dataclasses.replace(result, choices=choices)
+
+
+def check_options(*, rounds: int | str | None = None, **options: Any) -> None:
+    """Refuse bad keyword arguments of :func:`mwem_with_defaults` before any data is read.
+
+    Checks the budget (``epsilon``, ``privacy``, ``delta``, ``rho``) and MWEM's options as
+    :class:`~fastmwem.release.MWEMConfig` would; nothing is drawn or charged. What depends on
+    the data or the workload is checked by :func:`mwem_with_defaults` itself, before its first
+    charge.
+
+    >>> check_options(epsilon=1.0, rounds="adaptive", selection="lazy")
+    >>> check_options(epsilon=-1.0)
+    Traceback (most recent call last):
+    ...
+    ValueError: epsilon must be > 0, got -1.0
+    """
+    MWEMConfig(rounds=rounds if isinstance(rounds, int) else 1, **options)
+
+
+def mwem_auto(dataset: object, workload: LinearWorkload, **kwargs: Any
+              ) -> tuple[MWEMResult, MWEMChoices]:
+    """Deprecated: :func:`mwem_with_defaults`, returning ``(result, result.choices)``."""
+    warn_renamed("mwem_auto", "mwem_with_defaults", where="fastmwem.release")
+    result = mwem_with_defaults(dataset, workload, **kwargs)
+    return result, cast(MWEMChoices, result.choices)
 
 
 def _superset_option(config: dict[str, Any], workload: LinearWorkload, model: str,

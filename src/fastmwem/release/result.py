@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from fastmwem.data.schema import Schema
+    from fastmwem.release.defaults import MWEMChoices
 
 __all__ = ["MWEMResult", "RoundRecord", "sample_records", "CHUNK_ROWS"]
 
@@ -85,6 +87,8 @@ class MWEMResult:
             delta when a delta was given).
         round_ledger: an adaptive run's charges within its ceiling, round by round (the
             caller's ledger holds the ceiling); empty for fixed rounds.
+        choices: what :func:`~fastmwem.release.mwem_with_defaults` chose (public input and
+            the released count only), or ``None`` for a plain :func:`~fastmwem.release.mwem`.
     """
 
     domain: Domain
@@ -104,6 +108,7 @@ class MWEMResult:
     measured_workload: LinearWorkload | None = None
     guarantee: dict | None = None
     round_ledger: tuple[LedgerEntry, ...] = ()
+    choices: MWEMChoices | None = None
 
     @property
     def seeded(self) -> bool:
@@ -239,6 +244,8 @@ class MWEMResult:
                 }
                 for r, m in zip(self.trace, self.measurements)
             ],
+            # public: chosen from public input and the released count
+            **({} if self.choices is None else {"choices": dataclasses.asdict(self.choices)}),
         }
 
     def _privacy_record(self) -> dict[str, object]:

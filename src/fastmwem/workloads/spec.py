@@ -6,6 +6,7 @@ import itertools
 import math
 
 from fastmwem.data.domain import Domain
+from fastmwem.random import RNGLike
 from fastmwem.workloads._common import check_subset_count
 from fastmwem.workloads.base import LinearWorkload
 from fastmwem.workloads.counting import RandomCountingQueries
@@ -35,11 +36,11 @@ def _positive(text: str, spec: str) -> int:
     return value
 
 
-def parse_workload(spec: str, domain: Domain, *, seed: int | None = None) -> LinearWorkload:
+def parse_workload(spec: str, domain: Domain, *, seed: RNGLike = None) -> LinearWorkload:
     """Build the workload named by ``spec`` over ``domain``.
 
-    Random workloads (ranges, counting) are public: they are drawn from ``seed`` (or the
-    operating system) and never from the data.
+    Random workloads (ranges, counting) are public: they are drawn from ``seed`` (an integer or
+    a Generator; ``None``: the operating system) and never from the data.
 
     >>> d = Domain(["a", "b", "c"], [2, 2, 2])
     >>> parse_workload("marginals:2", d).n_groups
