@@ -23,7 +23,6 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable, Sized
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, cast
 
@@ -45,7 +44,7 @@ from fastmwem.release._privacy import (
 from fastmwem.release.annealing import noise_std
 from fastmwem.release.mwem import MWEMConfig, mwem
 from fastmwem.release.plan import check_run_inputs, plan_mwem, plan_setup
-from fastmwem.release.result import MWEMResult
+from fastmwem.release.result import MWEMChoices, MWEMResult
 from fastmwem.release.state import MAX_RECORDS
 from fastmwem.workloads.base import LinearWorkload
 
@@ -199,37 +198,6 @@ def zcdp_superset_rounds(*, ceiling: int, cells: float, rho_rounds: float,
         return int(ceiling)
     best = ZCDP_SUPERSET_ROUNDS_SCALE * max(ratio, 0.0) ** ZCDP_SUPERSET_ROUNDS_POWER
     return int(min(ceiling, max(1, round(best))))
-
-
-@dataclass(frozen=True)
-class MWEMChoices:
-    """What :func:`mwem_with_defaults` chose, for the run's report (all public or already released).
-
-    Attributes:
-        rounds: the number of rounds run (an adaptive run's, known after it).
-        rounds_default: whether the rounds came from the default (else from the caller).
-        rounds_ceiling: the most rounds the rule could choose (fixed rounds), or ``None``.
-        noise_test: the significance level of the first-round noise test, or None.
-        count_epsilon: the budget spent on the record count (0 if the count was public): an
-            epsilon (pure DP) or a rho (zCDP).
-        adaptive: whether rounds and budgets were chosen as the run went (``rounds=None`` under
-            zCDP, ``rounds="adaptive"``).
-        record_count: the released (or public) record count the rows default to.
-        candidates: what the rounds selected among: ``"supersets"`` when the rounds rule chose
-            them (see :func:`superset_rounds`), else the ``candidates`` option as given.
-        reuse_passes: the most reuse passes per round (``AUTO_REUSE_PASSES`` unless given,
-            or a zCDP run on a dense model: ``MWEMConfig``'s 20).
-    """
-
-    rounds: int
-    rounds_default: bool
-    rounds_ceiling: int | None
-    noise_test: float | None
-    count_epsilon: float
-    adaptive: bool = False
-    record_count: float = 0.0
-    candidates: str = "auto"
-    reuse_passes: int = MWEMConfig.reuse_passes
 
 
 def mwem_with_defaults(

@@ -15,6 +15,7 @@ from fastmwem.data.domain import Domain
 from fastmwem.random import RNGLike, make_rng
 from fastmwem.release._matching import match_bytes
 from fastmwem.release._sampling import check_sampling
+from fastmwem.release.config import MWEMConfig
 from fastmwem.release.factored import marginal_axes
 from fastmwem.release.state import SyntheticState, sample_records
 from fastmwem.workloads.base import LinearWorkload
@@ -23,9 +24,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from fastmwem.data.schema import Schema
-    from fastmwem.release.defaults import MWEMChoices
 
-__all__ = ["MWEMResult", "RoundRecord", "sample_records", "CHUNK_ROWS"]
+__all__ = ["MWEMResult", "MWEMChoices", "RoundRecord", "sample_records", "CHUNK_ROWS"]
 
 #: Records drawn at a time by :meth:`MWEMResult.sample_chunks`.
 CHUNK_ROWS = 10**6
@@ -52,6 +52,37 @@ class RoundRecord:
     rho_measure: float | None = None
     noise_scale: float | None = None
     grid: float | None = None
+
+
+@dataclass(frozen=True)
+class MWEMChoices:
+    """What :func:`mwem_with_defaults` chose, for the run's report (all public or already released).
+
+    Attributes:
+        rounds: the number of rounds run (an adaptive run's, known after it).
+        rounds_default: whether the rounds came from the default (else from the caller).
+        rounds_ceiling: the most rounds the rule could choose (fixed rounds), or ``None``.
+        noise_test: the significance level of the first-round noise test, or None.
+        count_epsilon: the budget spent on the record count (0 if the count was public): an
+            epsilon (pure DP) or a rho (zCDP).
+        adaptive: whether rounds and budgets were chosen as the run went (``rounds=None`` under
+            zCDP, ``rounds="adaptive"``).
+        record_count: the released (or public) record count the rows default to.
+        candidates: what the rounds selected among: ``"supersets"`` when the rounds rule chose
+            them (see :func:`superset_rounds`), else the ``candidates`` option as given.
+        reuse_passes: the most reuse passes per round (``AUTO_REUSE_PASSES`` unless given,
+            or a zCDP run on a dense model: ``MWEMConfig``'s 20).
+    """
+
+    rounds: int
+    rounds_default: bool
+    rounds_ceiling: int | None
+    noise_test: float | None
+    count_epsilon: float
+    adaptive: bool = False
+    record_count: float = 0.0
+    candidates: str = "auto"
+    reuse_passes: int = MWEMConfig.reuse_passes
 
 
 @dataclass(frozen=True)
