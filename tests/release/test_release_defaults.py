@@ -1,4 +1,4 @@
-"""Defaults that adapt to the table: the rounds rule, mwem_auto's charging and checks, quality."""
+"""Defaults that adapt to the table: the rounds rule, the automatic defaults' charging and checks, quality."""
 
 import importlib
 from fractions import Fraction
@@ -18,11 +18,11 @@ from fastmwem.release.defaults import (
     SUPERSET_MIN_ROUNDS,
     default_rounds,
     default_workload_spec,
-    mwem_auto,
     superset_rounds,
     zcdp_superset_rounds,
 )
 from fastmwem.workloads import Marginals
+from tests.release._auto import run_with_defaults
 
 
 def table(sizes, n, seed=0):
@@ -73,7 +73,7 @@ def test_rounds_rule_with_an_epsilon_near_the_float_range():
     assert default_rounds(ceiling=25, cells=8, epsilon_rounds=1e308, records=300) == 25
     accountant = Accountant(epsilon=1e308)
     data = table([2, 3, 2, 2], 300)
-    result, choices = mwem_auto(data, Marginals.all_kway(data.domain, 2), epsilon=1e308,
+    result, choices = run_with_defaults(data, Marginals.all_kway(data.domain, 2), epsilon=1e308,
                                 rng=np.random.default_rng(0), accountant=accountant)
     assert choices.rounds == 6 and np.all(np.isfinite(result.histogram))
 
@@ -83,7 +83,7 @@ def test_count_is_charged_first_then_the_plan_and_all_within_epsilon():
     w = Marginals.all_kway(ds.domain, 2)
     acc = Accountant(epsilon=0.7)
     spy = RecordingDataset(ds, acc)
-    result, choices = mwem_auto(spy, w, epsilon=0.7, accountant=acc, rng=np.random.default_rng(1))
+    result, choices = run_with_defaults(spy, w, epsilon=0.7, accountant=acc, rng=np.random.default_rng(1))
     # read once for the count (after its charge), once by MWEM (after the whole plan)
     assert spy.ledger_at_reads == [1, 1 + 2 * choices.rounds]
     assert result.ledger[0].label == "record count (Laplace)"
@@ -100,9 +100,9 @@ def test_explicit_rounds_are_strict_and_skip_the_noise_test():
     w = Marginals.all_kway(ds.domain, 2)
     acc = Accountant(epsilon=1)
     with pytest.raises(ValueError, match=r"rounds \(4\) exceeds the 3 candidate groups"):
-        mwem_auto(ds, w, epsilon=1.0, rounds=4, accountant=acc)
+        run_with_defaults(ds, w, epsilon=1.0, rounds=4, accountant=acc)
     assert acc.ledger == ()
-    result, choices = mwem_auto(ds, w, epsilon=1.0, rounds=3, accountant=acc)
+    result, choices = run_with_defaults(ds, w, epsilon=1.0, rounds=3, accountant=acc)
     assert (choices.rounds, choices.rounds_default, choices.noise_test) == (3, False, None)
     assert len(result.ledger) == 1 + 2 * 3
 
@@ -130,7 +130,7 @@ def test_reuse_passes_default_by_privacy_and_model_and_a_given_value_wins(
     ds = table([2, 3, 2, 2], 3000)
     w = Marginals.all_kway(ds.domain, 2)
     budget = {"delta": 1e-6} if privacy == "zcdp" else {}
-    result, choices = mwem_auto(ds, w, epsilon=1.0, rounds=3, privacy=privacy, model=model,
+    result, choices = run_with_defaults(ds, w, epsilon=1.0, rounds=3, privacy=privacy, model=model,
                                 reuse_passes=given, rng=np.random.default_rng(2), **budget)
     assert (result.model is None) == (model == "dense")
     assert choices.reuse_passes == expected
@@ -151,7 +151,7 @@ def test_everything_is_checked_before_the_count_is_charged(kwargs, error, messag
     acc = kwargs.pop("accountant", Accountant(epsilon=1))
     spy = RecordingDataset(ds, acc)
     with pytest.raises(error, match=message):
-        mwem_auto(spy, w, **{"epsilon": 1.0, **kwargs}, accountant=acc)
+        run_with_defaults(spy, w, **{"epsilon": 1.0, **kwargs}, accountant=acc)
     assert acc.ledger == () and spy.ledger_at_reads == []
 
 
@@ -166,7 +166,7 @@ def test_a_failing_hook_stops_the_run_after_the_count_only():
         raise RuntimeError("no room")
 
     with pytest.raises(RuntimeError, match="no room"):
-        mwem_auto(ds, w, epsilon=1.0, accountant=acc, before_rounds=refuse)
+        run_with_defaults(ds, w, epsilon=1.0, accountant=acc, before_rounds=refuse)
     assert len(seen) == 1 and seen[0] >= 1
     assert [e.label for e in acc.ledger] == ["record count (Laplace)"]
 
@@ -174,7 +174,7 @@ def test_a_failing_hook_stops_the_run_after_the_count_only():
 def test_a_public_total_spends_nothing_on_the_count():
     ds = table([2, 2, 2], 1000)
     w = Marginals.all_kway(ds.domain, 2)
-    result, choices = mwem_auto(ds, w, epsilon=1.0, total=1000)
+    result, choices = run_with_defaults(ds, w, epsilon=1.0, total=1000)
     assert choices.count_epsilon == 0 and result.total == 1000
     assert "record count" not in [e.label for e in result.ledger]
 
@@ -183,7 +183,7 @@ def test_a_seed_marks_the_result_not_private():
     ds = table([2, 2, 2], 1000)
     w = Marginals.all_kway(ds.domain, 2)
     with pytest.warns(UserWarning, match="integer seed"):
-        result, _ = mwem_auto(ds, w, epsilon=1.0, rng=3)
+        result, _ = run_with_defaults(ds, w, epsilon=1.0, rng=3)
     assert result.seeded and result.report()["private"] is False
 
 
@@ -198,7 +198,7 @@ def test_defaults_do_no_worse_than_uniform_with_few_records_per_cell(sizes):
     ds = table(sizes, 500)
     w = Marginals.all_kway(ds.domain, 3)
     uniform = mean_l1(ds, np.ones(ds.domain.size), w)
-    scores = [mean_l1(ds, mwem_auto(ds, w, epsilon=1.0, rng=np.random.default_rng(s))[0]
+    scores = [mean_l1(ds, run_with_defaults(ds, w, epsilon=1.0, rng=np.random.default_rng(s))[0]
                       .histogram, w) for s in range(3)]
     assert np.mean(scores) <= uniform + 1e-9
 
@@ -213,7 +213,7 @@ def test_defaults_keep_nltcs_quality(epsilon, rounds, bound):
     w = Marginals.all_kway(ds.domain, 3)
     scores = []
     for s in range(3):
-        result, choices = mwem_auto(ds, w, epsilon=epsilon, rng=np.random.default_rng(s))
+        result, choices = run_with_defaults(ds, w, epsilon=epsilon, rng=np.random.default_rng(s))
         assert choices.candidates == "supersets" and not result.updates_skipped
         assert abs(choices.rounds - rounds) <= 1
         scores.append(mean_l1(ds, result.histogram, w))
@@ -243,12 +243,12 @@ def test_superset_rounds_rule():
 def test_defaults_measure_supersets_when_the_rule_allows_enough_rounds():
     ds = latent_binary(8, 2000)
     w = Marginals.all_kway(ds.domain, 3)
-    result, choices = mwem_auto(ds, w, epsilon=1.0, rng=np.random.default_rng(0))
+    result, choices = run_with_defaults(ds, w, epsilon=1.0, rng=np.random.default_rng(0))
     assert choices.candidates == "supersets"
     selected = [r["description"] for r in result.report()["rounds"]]
     assert len(selected) == choices.rounds >= SUPERSET_MIN_ROUNDS
     assert all(d.startswith("marginal(") and d.count(",") == 4 for d in selected)  # 5-way
-    old, _ = mwem_auto(ds, w, epsilon=1.0, rng=np.random.default_rng(0),
+    old, _ = run_with_defaults(ds, w, epsilon=1.0, rng=np.random.default_rng(0),
                        candidates="workload")
     assert mean_l1(ds, result.histogram, w) < mean_l1(ds, old.histogram, w)  # 0.064 vs 0.180
 
@@ -260,7 +260,7 @@ def test_defaults_measure_supersets_when_the_rule_allows_enough_rounds():
 def test_defaults_keep_the_workload_candidates_otherwise(data, expected):
     ds = data()
     w = Marginals.all_kway(ds.domain, 3)
-    _, choices = mwem_auto(ds, w, epsilon=1.0, rng=np.random.default_rng(0))
+    _, choices = run_with_defaults(ds, w, epsilon=1.0, rng=np.random.default_rng(0))
     assert choices.candidates == expected
 
 
@@ -280,7 +280,7 @@ def test_zcdp_defaults_measure_supersets_in_fixed_rounds_within_rho():
     ds = latent_binary(8, 2000)
     w = Marginals.all_kway(ds.domain, 3)
     rho = 0.05
-    result, choices = mwem_auto(ds, w, rho=rho, privacy="zcdp", rng=np.random.default_rng(0))
+    result, choices = run_with_defaults(ds, w, rho=rho, privacy="zcdp", rng=np.random.default_rng(0))
     assert choices.candidates == "supersets" and not choices.adaptive
     assert SUPERSET_MIN_ROUNDS <= choices.rounds <= MAX_SUPERSET_ROUNDS
     assert choices.rounds == zcdp_superset_rounds(
@@ -295,7 +295,7 @@ def test_zcdp_defaults_measure_supersets_in_fixed_rounds_within_rho():
 def test_zcdp_defaults_keep_the_workload_candidates_when_the_rule_gives_few_rounds():
     ds = latent_binary(10, 300)
     w = Marginals.all_kway(ds.domain, 3)
-    _, choices = mwem_auto(ds, w, epsilon=0.3, delta=1e-9, privacy="zcdp",
+    _, choices = run_with_defaults(ds, w, epsilon=0.3, delta=1e-9, privacy="zcdp",
                            rng=np.random.default_rng(0))
     assert choices.candidates == "auto"
 
@@ -303,9 +303,9 @@ def test_zcdp_defaults_keep_the_workload_candidates_when_the_rule_gives_few_roun
 def test_given_candidates_and_fixed_zcdp_rounds_are_left_alone():
     ds = latent_binary(8, 2000)
     w = Marginals.all_kway(ds.domain, 3)
-    _, given = mwem_auto(ds, w, epsilon=1.0, rng=np.random.default_rng(0), candidates="workload")
+    _, given = run_with_defaults(ds, w, epsilon=1.0, rng=np.random.default_rng(0), candidates="workload")
     assert given.candidates == "workload"
-    _, zcdp = mwem_auto(ds, w, epsilon=1.0, delta=1e-9, privacy="zcdp", rounds=5,
+    _, zcdp = run_with_defaults(ds, w, epsilon=1.0, delta=1e-9, privacy="zcdp", rounds=5,
                         rng=np.random.default_rng(0))
     assert zcdp.candidates == "auto"
 
@@ -315,7 +315,7 @@ def test_a_superset_run_charges_its_plan_before_reading_and_stays_within_epsilon
     w = Marginals.all_kway(ds.domain, 3)
     acc = Accountant(epsilon=1.0)
     spy = RecordingDataset(ds, acc)
-    result, choices = mwem_auto(spy, w, epsilon=1.0, accountant=acc, rng=np.random.default_rng(2))
+    result, choices = run_with_defaults(spy, w, epsilon=1.0, accountant=acc, rng=np.random.default_rng(2))
     assert choices.candidates == "supersets"
     assert spy.ledger_at_reads == [1, 1 + 2 * choices.rounds]
     assert sum(entry.cost[0] for entry in result.ledger) <= Fraction(1)

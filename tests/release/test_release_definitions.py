@@ -7,8 +7,9 @@ import pytest
 
 from fastmwem.accounting import ZCDP, Accountant, PureDP
 from fastmwem.data import Dataset, Domain
-from fastmwem.release import PureDefinition, ZCDPDefinition, definition_of, mwem, mwem_auto
+from fastmwem.release import PureDefinition, ZCDPDefinition, definition_of, mwem
 from fastmwem.workloads import Marginals
+from tests.release._auto import run_with_defaults
 
 
 @pytest.fixture
@@ -41,8 +42,8 @@ def test_each_definition_prices_its_own_events():
 def test_an_object_runs_the_release_its_string_runs(table, privacy, budget):
     dataset, workload = table
     name = definition_of(privacy).name
-    by_name, _ = mwem_auto(dataset, workload, rng=3, privacy=name, **budget)
-    by_object, _ = mwem_auto(dataset, workload, rng=3, privacy=definition_of(privacy), **budget)
+    by_name, _ = run_with_defaults(dataset, workload, rng=3, privacy=name, **budget)
+    by_object, _ = run_with_defaults(dataset, workload, rng=3, privacy=definition_of(privacy), **budget)
     assert np.array_equal(by_name.histogram, by_object.histogram)
     assert by_name.guarantee == by_object.guarantee
     fixed = mwem(dataset, workload, rounds=2, rng=1, privacy=definition_of(privacy), **budget)

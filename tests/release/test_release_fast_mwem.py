@@ -232,8 +232,9 @@ def test_an_approximate_index_name_is_refused_before_it_is_built(monkeypatch):
 
 
 def test_a_release_builds_its_index_once(monkeypatch):
-    """mwem_auto checks, plans and runs several configurations of one selection."""
-    from fastmwem.release import _oracles, mwem_auto
+    """mwem_with_defaults checks, plans and runs several configurations of one selection."""
+    from fastmwem.release import _oracles
+    from tests.release._auto import run_with_defaults
 
     built = []
     real = _oracles.workload_oracle
@@ -246,6 +247,6 @@ def test_a_release_builds_its_index_once(monkeypatch):
     domain = Domain(["a", "b"], [4, 4])
     workload = RandomCountingQueries(domain, 50, rng=np.random.default_rng(3))
     dataset = _data(domain, 200, seed=4)
-    mwem_auto(dataset, workload, epsilon=1.0, rounds=4, rng=np.random.default_rng(5),
+    run_with_defaults(dataset, workload, epsilon=1.0, rounds=4, rng=np.random.default_rng(5),
               selection="lazy", index="flat")
     assert len(built) == 1

@@ -17,9 +17,9 @@ from fastmwem.accounting import (
 )
 from fastmwem.data import Dataset, Domain
 from fastmwem.release import MWEMConfig, mwem, mwem_privacy_plan
-from fastmwem.release.defaults import mwem_auto
 from fastmwem.release.selection import ScanSelection
 from fastmwem.workloads import Marginals, MatrixWorkload
+from tests.release._auto import run_with_defaults
 
 
 def dataset(n=3000, d=5, seed=0):
@@ -160,9 +160,9 @@ def test_zcdp_refuses_non_integer_queries_and_pure_accountants():
     assert acc.ledger == ()
 
 
-def test_mwem_auto_zcdp_states_the_guarantee_of_count_and_rounds():
+def test_with_defaults_zcdp_states_the_guarantee_of_count_and_rounds():
     ds = dataset()
-    result, choices = mwem_auto(ds, Marginals.all_kway(ds.domain, 3), epsilon=0.5,
+    result, choices = run_with_defaults(ds, Marginals.all_kway(ds.domain, 3), epsilon=0.5,
                                 privacy="zcdp", delta=1e-8, rng=4, rounds="adaptive")
     assert choices.adaptive and choices.rounds >= 1 and choices.noise_test is None
     rho = approx_dp_to_zcdp_budget(0.5, 1e-8, conversion="tight")
@@ -173,18 +173,18 @@ def test_mwem_auto_zcdp_states_the_guarantee_of_count_and_rounds():
     assert zcdp_to_approx_dp(result.privacy.rho, 1e-8, conversion="tight") <= 0.5
 
 
-def test_mwem_auto_pure_default_keeps_fixed_rounds():
+def test_with_defaults_pure_default_keeps_fixed_rounds():
     ds = dataset()
-    result, choices = mwem_auto(ds, Marginals.all_kway(ds.domain, 3), epsilon=1.0, rng=5)
+    result, choices = run_with_defaults(ds, Marginals.all_kway(ds.domain, 3), epsilon=1.0, rng=5)
     assert not choices.adaptive and choices.noise_test is not None
     assert result.guarantee == {"definition": "pure", "epsilon": 1.0}
     assert result.round_ledger == ()
 
 
 @pytest.mark.parametrize(("epsilon", "adaptive"), [(0.5, False), (20.0, True)])
-def test_mwem_auto_zcdp_default_anneals_only_with_enough_signal(epsilon, adaptive):
+def test_with_defaults_zcdp_default_anneals_only_with_enough_signal(epsilon, adaptive):
     ds = dataset()  # 3000 records: rho n^2 reaches ADAPTIVE_MIN_RHO_N2 only at a large epsilon
-    result, choices = mwem_auto(ds, Marginals.all_kway(ds.domain, 3), epsilon=epsilon,
+    result, choices = run_with_defaults(ds, Marginals.all_kway(ds.domain, 3), epsilon=epsilon,
                                 privacy="zcdp", delta=1e-8, rng=6)
     assert choices.adaptive is adaptive and choices.rounds_default
     assert bool(result.round_ledger) is adaptive

@@ -1,4 +1,4 @@
-"""The plan of an MWEM run: built once from public input; mwem_auto plans, never dry-runs."""
+"""The plan of an MWEM run: built once from public input; the automatic defaults plan, never dry-run."""
 
 import numpy as np
 import pytest
@@ -6,9 +6,10 @@ import pytest
 import fastmwem.release.defaults as defaults
 from fastmwem.accounting import Accountant, BudgetExceededError, PureDP
 from fastmwem.data import Dataset, Domain
-from fastmwem.release import MWEMConfig, mwem_auto, mwem_privacy_plan
+from fastmwem.release import MWEMConfig, mwem_privacy_plan
 from fastmwem.release.plan import plan_mwem
 from fastmwem.workloads import Marginals
+from tests.release._auto import run_with_defaults
 
 
 @pytest.fixture
@@ -34,7 +35,7 @@ def test_check_fits_charges_nothing():
     assert accountant.ledger == ()
 
 
-def test_mwem_auto_runs_mwem_once(table, monkeypatch):
+def test_with_defaults_runs_mwem_once(table, monkeypatch):
     dataset, workload = table
     calls = []
     real = defaults.mwem
@@ -44,7 +45,7 @@ def test_mwem_auto_runs_mwem_once(table, monkeypatch):
         return real(*args, **kwargs)
 
     monkeypatch.setattr(defaults, "mwem", counting)
-    mwem_auto(dataset, workload, epsilon=1.0, rng=np.random.default_rng(1))
+    run_with_defaults(dataset, workload, epsilon=1.0, rng=np.random.default_rng(1))
     assert len(calls) == 1  # the original dry-ran mwem() against an exhausted accountant
 
 
@@ -52,6 +53,6 @@ def test_no_room_is_refused_before_the_count(table):
     dataset, workload = table
     accountant = Accountant(epsilon=1.0)
     with pytest.raises(BudgetExceededError):
-        mwem_auto(dataset, workload, epsilon=2.0, accountant=accountant,
+        run_with_defaults(dataset, workload, epsilon=2.0, accountant=accountant,
                   rng=np.random.default_rng(1))
     assert accountant.ledger == ()
