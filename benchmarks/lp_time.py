@@ -47,8 +47,8 @@ import warnings  # noqa: E402
 import numpy as np  # noqa: E402
 
 from fastmwem.indices import make_index  # noqa: E402
-from fastmwem.lp.budget import plan_privacy  # noqa: E402
 from fastmwem.lp.oracles import scalar_oracle  # noqa: E402
+from fastmwem.lp.plan import plan_privacy  # noqa: E402
 from fastmwem.lp.scalar import objective_rows, scalar_selector  # noqa: E402
 from fastmwem.mechanisms.lazy import (  # noqa: E402
     LazyExponentialMechanism,

@@ -1,4 +1,4 @@
-"""fastmwem.client against real local servers: arguments, refusals, and where the token goes.
+"""fastmwem.service.client against real local servers: arguments, refusals, and where the token goes.
 
 The token goes only to the origin (scheme, host, port) it was given for: a redirect to another
 origin is refused, and the second server never hears from the client. A token that could not be
@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from fastmwem.client import Client, RedirectRefused, ServiceError, _origin
+from fastmwem.service.client import Client, RedirectRefused, ServiceError, _origin
 from tests._http import clear_proxies, http_server, json_reply, redirect
 
 TOKEN = "a1.secret-TOKEN_value~x"

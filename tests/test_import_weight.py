@@ -17,7 +17,7 @@ import pytest
 
 HEAVY = ("numba", "pandas", "scipy", "duckdb", "pyspark", "faiss", "hnswlib", "fastapi", "tqdm")
 
-SUBPACKAGES = ("accounting", "cli", "data", "data.sources", "indices", "lp", "mechanisms",
+SUBPACKAGES = ("accounting", "cli", "data", "data.io", "data.sources", "indices", "lp", "mechanisms",
                "release", "service", "testing", "workloads")
 
 
@@ -53,3 +53,14 @@ def test_the_help_of_the_command_line_loads_no_heavy_dependency():
 def test_the_public_names_of_each_subpackage_load_no_heavy_dependency(name):
     assert _heavy_modules_after(f"from fastmwem.{name} import *") == []
 
+
+def test_the_client_loads_nothing_of_the_service():
+    # ``fastmwem ask`` uses the client, and must run without the service extra installed.
+    probe = ("import sys\nimport fastmwem.service.client\n"
+             "top = {m.partition('.')[0] for m in sys.modules}\n"
+             "inside = {m for m in sys.modules if m.startswith('fastmwem.service.')}\n"
+             "print(sorted((top & {'fastapi', 'psycopg', 'starlette', 'uvicorn'})\n"
+             "             | (inside - {'fastmwem.service.client'})))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "[]"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-import fastmwem.data._files as files
+import fastmwem.data.io.files as files
 from fastmwem.data import read_lines
 
 

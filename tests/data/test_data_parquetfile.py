@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from fastmwem.data import Categorical, Dataset, Domain, Schema
-from fastmwem.data.parquetfile import (
+from fastmwem.data.io.parquet import (
     is_parquet_path,
     read_parquet_columns,
     read_parquet_header,

@@ -16,7 +16,7 @@ from fastmwem.accounting import (
     approx_dp_to_zcdp_budget,
 )
 from fastmwem.lp import plan_privacy
-from fastmwem.lp.budget import accountant_kind
+from fastmwem.lp.plan import accountant_kind
 
 CASES = [(1.0, 1e-6, 200, 0), (1.0, 1e-6, 1800, 8), (0.3, 1e-9, 50, 3), (5.0, 1e-5, 5, 0),
          (0.1, 0.01, 1000, 1), (2.0, 1e-6, 3, 2)]

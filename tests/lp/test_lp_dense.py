@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from fastmwem.lp import dense_alpha, dense_projection
-from fastmwem.lp.dense import DenseLP, DenseMWU, run_dense, vertex_selector
+from fastmwem.lp.constraint import DenseLP, DenseMWU, run_dense, vertex_selector
 from fastmwem.lp.oracles import dense_oracle
 from fastmwem.mechanisms import ExponentialMechanism
 from fastmwem.testing import chi_square_pvalue

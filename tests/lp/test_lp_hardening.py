@@ -243,8 +243,8 @@ def test_constraint_result_releases_no_timing(selection):
 
 
 def _max_epsilon() -> float:
-    from fastmwem.lp import budget
-    return budget.MAX_EPSILON
+    from fastmwem.lp import plan
+    return plan.MAX_EPSILON
 
 
 @pytest.mark.parametrize("composition", ["advanced", "zcdp", "basic"])

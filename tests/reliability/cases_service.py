@@ -380,7 +380,7 @@ def _client() -> None:
     bad("ask_redirect_307_other_origin", area, redirect(307), "another origin")
 
     def client_token(ctx: Ctx) -> object:
-        from fastmwem.client import Client
+        from fastmwem.service.client import Client
 
         ctx.markers.append("QzSentinel42")
         return Client("http://127.0.0.1:9", "a1.abc\r\nQzSentinel42")

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fastmwem.client import Client
+from fastmwem.service.client import Client
 
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
 CHROMIUM = Path("/usr/bin/chromium")

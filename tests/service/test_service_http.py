@@ -13,7 +13,7 @@ import httpx2
 import numpy as np
 import pytest
 
-from fastmwem.client import Client, ServiceError
+from fastmwem.service.client import Client, ServiceError
 
 CELLS = 16  # the test domain {a: 2, b: 2, c: 4}
 

@@ -21,7 +21,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from fastmwem.client import Client, ServiceError
+from fastmwem.service.client import Client, ServiceError
 
 
 def _state_figures(state: str) -> tuple[set[str], Fraction, Fraction]:

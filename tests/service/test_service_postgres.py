@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from fastmwem.accounting import Accountant, BudgetExceededError, PureDP
-from fastmwem.client import ServiceError
 from fastmwem.data import Dataset, Domain
 from fastmwem.release.pmw import PMWConfig
+from fastmwem.service.client import ServiceError
 from fastmwem.service.core import QueryService
 from fastmwem.service.store import AnalystLedger, StateError, open_store
 

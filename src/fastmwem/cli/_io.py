@@ -21,7 +21,7 @@ from typing import IO, TYPE_CHECKING, TypeVar
 from fastmwem._files import replacement_mode
 from fastmwem.cli import CLIError
 from fastmwem.data import write_csv
-from fastmwem.data.parquetfile import write_parquet
+from fastmwem.data.io.parquet import write_parquet
 
 if TYPE_CHECKING:
     import pandas as pd

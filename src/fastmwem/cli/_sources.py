@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from fastmwem.cli import CLIError
 from fastmwem.cli._io import StagedOutputs, check_input_file, read_text_file
 from fastmwem.data import Domain
-from fastmwem.data.parquetfile import is_parquet_path, require_pyarrow
+from fastmwem.data.io.parquet import is_parquet_path, require_pyarrow
 from fastmwem.data.sources import ENGINES, MarginalSource, choose_engine, open_source
 
 if TYPE_CHECKING:

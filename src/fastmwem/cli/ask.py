@@ -8,7 +8,7 @@ import os
 import sys
 
 from fastmwem.cli import CLIError
-from fastmwem.client import TOKEN_RULE, Client, RedirectRefused, ServiceError, is_token
+from fastmwem.service.client import TOKEN_RULE, Client, RedirectRefused, ServiceError, is_token
 
 __all__ = ["register", "parse_pairs"]
 

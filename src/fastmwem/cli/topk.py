@@ -11,7 +11,7 @@ import numpy as np
 from fastmwem.cli import CLIError, print_warning, warn_seeded
 from fastmwem.cli._io import check_input_file, check_paths, staged_outputs
 from fastmwem.data import read_csv_columns, read_lines, write_csv
-from fastmwem.data.csvfile import read_csv_header
+from fastmwem.data.io.csv import read_csv_header
 from fastmwem.mechanisms.topk import METHODS
 
 if TYPE_CHECKING:

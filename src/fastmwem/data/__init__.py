@@ -1,11 +1,11 @@
 """Domains, datasets of integer codes, and schemas that encode raw tables."""
 
-from fastmwem.data._files import read_lines
-from fastmwem.data.csvfile import read_csv_columns, write_csv
 from fastmwem.data.dataset import Dataset, codes_array, dense_cell_limit
 from fastmwem.data.domain import Domain
+from fastmwem.data.io.csv import read_csv_columns, write_csv
+from fastmwem.data.io.files import read_lines
 from fastmwem.data.schema import Categorical, ColumnSpec, Integer, Numeric, Schema
-from fastmwem.data.warnings import PrivacyLeakWarning, SpreadsheetFormulaWarning
+from fastmwem.warnings import PrivacyLeakWarning, SpreadsheetFormulaWarning
 
 __all__ = [
     "Categorical",

@@ -10,15 +10,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from fastmwem.data import domain as _domain
-from fastmwem.data._checks import (
+from fastmwem.data.domain import Domain, check_dense
+from fastmwem.data.io.checks import (
     check_columns,
     check_frame,
     describe,
     raise_problems,
     to_numbers,
 )
-from fastmwem.data.csvfile import read_csv_columns
-from fastmwem.data.domain import Domain, check_dense
+from fastmwem.data.io.csv import read_csv_columns
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -149,7 +149,7 @@ class Dataset:
         Needs pyarrow (``pip install "fastmwem[parquet]"``). Integer columns are taken as they
         are; float and text columns must hold whole numbers.
         """
-        from fastmwem.data.parquetfile import read_parquet_columns
+        from fastmwem.data.io.parquet import read_parquet_columns
 
         if not isinstance(domain, Domain):
             raise TypeError(f"domain must be a Domain, got {type(domain).__name__}")

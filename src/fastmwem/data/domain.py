@@ -9,7 +9,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from fastmwem._validation import check_int
-from fastmwem.data._files import load_json
+from fastmwem.data.io.files import load_json
 
 __all__ = ["Domain", "MAX_DENSE_CELLS", "dense_ok", "check_dense"]
 

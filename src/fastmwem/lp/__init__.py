@@ -11,12 +11,12 @@ The non-private optimum (``scipy.optimize.linprog``, HiGHS) is only a reference 
 benchmarks; it never runs in the private path.
 """
 
-from fastmwem.lp.budget import PrivacyPlan, plan_privacy
+from fastmwem.indices.warm import WarmStartIndex
 from fastmwem.lp.linprog import dense_feasibility, private_linprog, scalar_feasibility
+from fastmwem.lp.plan import PrivacyPlan, plan_privacy
 from fastmwem.lp.projection import dense_projection
 from fastmwem.lp.result import LPProbe, LPResult, LPRound
 from fastmwem.lp.theory import dense_alpha, scalar_alpha
-from fastmwem.lp.warm import WarmStartIndex
 
 __all__ = [
     "private_linprog",

@@ -8,7 +8,7 @@ from typing import cast
 from fastmwem._validation import check_epsilon, check_probability
 from fastmwem.lp._checks import check_choice, check_delta, check_real
 from fastmwem.lp._solve import Budget
-from fastmwem.lp.budget import COMPOSITIONS, check_epsilon_bound
+from fastmwem.lp.plan import COMPOSITIONS, check_epsilon_bound
 
 __all__ = ["DEFAULT_ROUNDS", "budget", "selection", "objective_range", "tolerance", "rounds",
            "refuse", "flag"]
@@ -20,7 +20,7 @@ _SELECTIONS = ("exponential", "lazy")
 
 def budget(epsilon: object, delta: object, composition: object, test_fraction: object
            ) -> Budget:
-    """The checked budget arguments of a solve (epsilon at most ``budget.MAX_EPSILON``)."""
+    """The checked budget arguments of a solve (epsilon at most ``plan.MAX_EPSILON``)."""
     eps = check_epsilon(epsilon)
     check_epsilon_bound(eps)
     d = check_delta(delta)

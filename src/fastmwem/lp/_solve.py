@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from fastmwem.accounting import Accountant
-from fastmwem.lp.budget import PrivacyPlan, accountant_kind, plan_privacy
+from fastmwem.lp.plan import PrivacyPlan, accountant_kind, plan_privacy
 from fastmwem.lp.result import LPProbe, LPResult, LPRound, total_event, violation_summary
 from fastmwem.mechanisms.seeding import check_rng
 from fastmwem.random import RNGLike, make_rng

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from fastmwem.indices import TopKOracle, make_index
-from fastmwem.lp.warm import WarmStartIndex
+from fastmwem.indices.warm import WarmStartIndex
 
 __all__ = ["check_index_spec", "scalar_oracle", "dense_oracle", "SCALAR_DEFAULT", "DENSE_DEFAULT"]
 

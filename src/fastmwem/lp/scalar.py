@@ -27,10 +27,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from fastmwem.indices.warm import WarmStartIndex
 from fastmwem.lp._checks import BLOCK
 from fastmwem.lp.oracles import scalar_oracle
 from fastmwem.lp.result import LPRound, violation_summary
-from fastmwem.lp.warm import WarmStartIndex
 from fastmwem.mechanisms.exponential import ExponentialMechanism
 from fastmwem.mechanisms.laplace import Laplace
 from fastmwem.mechanisms.lazy import LazyExponentialMechanism

@@ -21,7 +21,7 @@ from fastmwem.lp._checks import (
     row_width,
 )
 from fastmwem.lp._solve import Budget, Outcome, bisect_objective, solve
-from fastmwem.lp.dense import DenseLP, DenseTest, run_dense, vertex_selector
+from fastmwem.lp.constraint import DenseLP, DenseTest, run_dense, vertex_selector
 from fastmwem.lp.oracles import check_index_spec, dense_oracle
 from fastmwem.lp.result import LPResult
 from fastmwem.lp.theory import dense_alpha

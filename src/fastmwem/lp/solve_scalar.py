@@ -88,7 +88,7 @@ def scalar_feasibility(A_ub: object, b_ub: object, *, epsilon: float, delta: flo
     Privacy: ``(epsilon, delta)``-DP for neighbours with ``|b - b'|_inf <= sensitivity`` (``A``
     public): each round is the exponential mechanism on ``A_i x_t - b_i`` (sensitivity
     ``sensitivity``, since ``x_t`` depends only on earlier choices) at ``epsilon0``, composed over
-    the rounds (see :func:`~fastmwem.lp.budget.plan_privacy`). With probability ``1 - beta``
+    the rounds (see :func:`~fastmwem.lp.plan.plan_privacy`). With probability ``1 - beta``
     the output meets :func:`~fastmwem.lp.theory.scalar_alpha`.
 
     Args:

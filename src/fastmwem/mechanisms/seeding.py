@@ -15,8 +15,8 @@ from __future__ import annotations
 import numbers
 import warnings
 
-from fastmwem.data.warnings import PrivacyLeakWarning
 from fastmwem.random import RNGLike, generator_origin
+from fastmwem.warnings import PrivacyLeakWarning
 
 __all__ = ["SeededRunWarning", "CallerRNGWarning", "is_seed", "rng_provenance", "check_rng",
            "warn_if_seeded"]

@@ -42,23 +42,23 @@ from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
-from fastmwem.data._checks import (
+from fastmwem.data.dataset import Dataset, codes_array
+from fastmwem.data.domain import Domain
+from fastmwem.data.io.checks import (
     check_columns,
     check_extra_columns_option,
     check_frame,
     raise_problems,
 )
-from fastmwem.data._files import load_json
-from fastmwem.data.csvfile import read_csv_columns
-from fastmwem.data.dataset import Dataset, codes_array
-from fastmwem.data.domain import Domain
+from fastmwem.data.io.csv import read_csv_columns
+from fastmwem.data.io.files import load_json
 from fastmwem.data.schema._columns import SPEC_TYPES, Categorical, ColumnSpec, Integer, Numeric
 from fastmwem.data.schema._infer import infer_specs
 from fastmwem.data.schema._json import specs_from_dict
 from fastmwem.data.schema._values import Label as Label  # imported from here by the SQL sources
 from fastmwem.data.schema._values import check_whole
-from fastmwem.data.warnings import PrivacyLeakWarning
 from fastmwem.random import make_rng
+from fastmwem.warnings import PrivacyLeakWarning
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -234,7 +234,7 @@ class Schema:
         self, path: str | os.PathLike[str], *, extra_columns: str = "error"
     ) -> Dataset:
         """Read a raw Parquet file and encode it; see :meth:`encode` (needs pyarrow)."""
-        from fastmwem.data.parquetfile import read_parquet_columns
+        from fastmwem.data.io.parquet import read_parquet_columns
 
         mode = check_extra_columns_option(extra_columns)
         context = f"Parquet file {os.fspath(path)!r}"

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Union
 
 import numpy as np
 
-from fastmwem.data._checks import describe, to_numbers
+from fastmwem.data.io.checks import describe, to_numbers
 from fastmwem.data.schema._values import (
     MAX_EXACT_INT,
     Label,

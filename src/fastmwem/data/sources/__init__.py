@@ -11,11 +11,11 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from fastmwem.data._checks import check_extra_columns_option
-from fastmwem.data._files import check_input_file
 from fastmwem.data.dataset import Dataset
 from fastmwem.data.domain import Domain
-from fastmwem.data.parquetfile import is_parquet_path
+from fastmwem.data.io.checks import check_extra_columns_option
+from fastmwem.data.io.files import check_input_file
+from fastmwem.data.io.parquet import is_parquet_path
 from fastmwem.data.schema import Schema
 from fastmwem.data.sources._engine import target_domain
 from fastmwem.data.sources.base import MarginalSource, check_attribute_sets

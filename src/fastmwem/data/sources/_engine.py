@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from fastmwem.data._checks import MAX_LISTED, raise_problems
 from fastmwem.data.dataset import _check_dense
 from fastmwem.data.domain import Domain
+from fastmwem.data.io.checks import MAX_LISTED, raise_problems
 from fastmwem.data.schema import Schema
 from fastmwem.data.sources._sql import (
     Check,

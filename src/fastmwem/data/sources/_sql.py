@@ -6,7 +6,7 @@ rules are those of the in-memory path (``Dataset.from_csv`` for codes, the :clas
 column specs for raw values), including which problems are reported together: the predicates
 of a column come in stages, and the first stage with any offending cell is the one reported,
 as the in-memory encoders stop at their first kind of problem. Messages are built from the
-counts and the first offending rows, exactly as :func:`fastmwem.data._checks.describe` writes
+counts and the first offending rows, exactly as :func:`fastmwem.data.io.checks.describe` writes
 them.
 
 Engines differ only in spelling (:class:`Dialect`): identifiers, literals, a regular-expression
@@ -327,7 +327,7 @@ def first_rows_needed(plans: Sequence[ColumnPlan], counts: dict[str, int]) -> li
 
 def problems(plans: Sequence[ColumnPlan], counts: dict[str, int],
              rows: dict[str, list[int]]) -> list[str]:
-    """The problem lines, column by column, as :func:`~fastmwem.data._checks.describe` words them."""
+    """The problem lines, column by column, as :func:`~fastmwem.data.io.checks.describe` words them."""
     out: list[str] = []
     for plan in plans:
         out.extend(plan.static)

@@ -28,11 +28,11 @@ from typing import Any
 
 import numpy as np
 
-from fastmwem.data._checks import MAX_LISTED, check_columns, check_extra_columns_option
-from fastmwem.data._files import check_input_file, not_utf8_error, require_module
-from fastmwem.data.csvfile import read_csv_header
 from fastmwem.data.domain import Domain
-from fastmwem.data.parquetfile import is_parquet_path
+from fastmwem.data.io.checks import MAX_LISTED, check_columns, check_extra_columns_option
+from fastmwem.data.io.csv import read_csv_header
+from fastmwem.data.io.files import check_input_file, not_utf8_error, require_module
+from fastmwem.data.io.parquet import is_parquet_path
 from fastmwem.data.schema import Schema
 from fastmwem.data.sources._engine import SETS_PER_QUERY, QuerySource, target_domain
 from fastmwem.data.sources._sql import DUCKDB, Check, flags_query

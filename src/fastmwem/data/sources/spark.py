@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from fastmwem.data._checks import MAX_LISTED, check_columns, check_extra_columns_option
-from fastmwem.data._files import require_module
-from fastmwem.data.csvfile import read_csv_header
 from fastmwem.data.domain import Domain
-from fastmwem.data.parquetfile import is_parquet_path
+from fastmwem.data.io.checks import MAX_LISTED, check_columns, check_extra_columns_option
+from fastmwem.data.io.csv import read_csv_header
+from fastmwem.data.io.files import require_module
+from fastmwem.data.io.parquet import is_parquet_path
 from fastmwem.data.schema import Schema
 from fastmwem.data.sources._engine import QuerySource, target_domain
 from fastmwem.data.sources._sql import SPARK, Check, flags_query

@@ -12,8 +12,8 @@ import os
 from collections.abc import Iterable, Sequence
 from typing import IO, TYPE_CHECKING
 
-from fastmwem.data._checks import check_columns, check_extra_columns_option, check_frame
-from fastmwem.data._files import check_input_file, require_module
+from fastmwem.data.io.checks import check_columns, check_extra_columns_option, check_frame
+from fastmwem.data.io.files import check_input_file, require_module
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -23,9 +23,9 @@ from typing import IO, TYPE_CHECKING
 
 import numpy as np
 
-from fastmwem.data._checks import check_columns, check_extra_columns_option, check_frame
-from fastmwem.data._files import check_input_file, not_utf8_error
-from fastmwem.data.warnings import SpreadsheetFormulaWarning
+from fastmwem.data.io.checks import check_columns, check_extra_columns_option, check_frame
+from fastmwem.data.io.files import check_input_file, not_utf8_error
+from fastmwem.warnings import SpreadsheetFormulaWarning
 
 if TYPE_CHECKING:
     import pandas as pd

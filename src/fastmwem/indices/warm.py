@@ -39,10 +39,11 @@ from fastmwem.indices._checks import check_queries, real_matrix
 from fastmwem.indices._common import IndexBase
 from fastmwem.indices._topk import U32, U64, best_k, gamma, holder_bound, pad_results
 from fastmwem.indices.flat import exact_dot
-from fastmwem.lp._checks import BLOCK
 
 __all__ = ["WarmStartIndex"]
 
+# Rows per block of a blockwise product (the LP's own block): bounds the float64 temporary.
+BLOCK = 65536
 # Below this many rows every search rescores all keys exactly (the cache cannot pay off).
 _SMALL = 4096
 # Safety factor on every bound computed in floating point.
