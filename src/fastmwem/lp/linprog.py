@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING
 from fastmwem._deprecation import renamed_keyword
 from fastmwem.lp import _args
 from fastmwem.lp._checks import _NEEDS_C, check_choice, check_lp
+from fastmwem.lp.constraint import dense_feasibility, dense_linprog
 from fastmwem.lp.result import LPResult
-from fastmwem.lp.solve_dense import dense_feasibility, dense_linprog
 from fastmwem.lp.solve_scalar import scalar_feasibility, scalar_linprog
 
 if TYPE_CHECKING:
