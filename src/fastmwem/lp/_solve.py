@@ -9,12 +9,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from fastmwem.accounting import Accountant
+from fastmwem.lp._checks import Budget
 from fastmwem.lp.plan import PrivacyPlan, accountant_kind, plan_privacy
 from fastmwem.lp.result import LPProbe, LPResult, LPRound, total_event, violation_summary
 from fastmwem.mechanisms.seeding import check_rng
 from fastmwem.random import RNGLike, make_rng
 
-__all__ = ["Outcome", "Budget", "solve", "bisect_objective"]
+__all__ = ["Outcome", "solve", "bisect_objective"]
 
 
 @dataclass
@@ -27,16 +28,6 @@ class Outcome:
     probes: list[LPProbe] = field(default_factory=list)
     status: int = 0
     message: str = ""
-
-
-@dataclass(frozen=True)
-class Budget:
-    """The budget arguments of a solve, checked."""
-
-    epsilon: float
-    delta: float
-    composition: str
-    test_fraction: float
 
 
 def _accountant(accountant: Accountant | None, budget: Budget) -> Accountant:

@@ -32,9 +32,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from fastmwem._validation import check_int, check_positive, check_probability
-from fastmwem.lp import _args
+from fastmwem.lp import _checks
 from fastmwem.lp._checks import (
     BLOCK,
+    Budget,
     LPData,
     check_density,
     check_lp,
@@ -43,7 +44,7 @@ from fastmwem.lp._checks import (
     check_width,
     row_width,
 )
-from fastmwem.lp._solve import Budget, Outcome, bisect_objective, solve
+from fastmwem.lp._solve import Outcome, bisect_objective, solve
 from fastmwem.lp.oracles import check_index_spec, dense_oracle
 from fastmwem.lp.projection import project_log_weights
 from fastmwem.lp.result import LPResult, LPRound, violation_summary
@@ -216,8 +217,8 @@ def _dense_setup(data: LPData, *, density, entry_bound, max_constraints, width, 
     bound = check_positive(entry_bound, "entry_bound")
     big_m = check_int(max_constraints, "max_constraints", minimum=1)
     s = check_density(density, data.m)
-    t = check_rounds(_args.rounds(rounds), big_m / s, "max_constraints / density")
-    sel = _args.selection(selection, index)
+    t = check_rounds(_checks.rounds(rounds), big_m / s, "max_constraints / density")
+    sel = _checks.selection(selection, index)
     spec = check_index_spec(index, data.m, scalar=False) if sel == "lazy" else None
     # The refusals against the data name the public bound only: the row count, the entries'
     # range and b's minimum are private.
@@ -272,7 +273,7 @@ def dense_feasibility(c: object, A_ub: object, b_ub: object, *, target: float, e
         rounds, selection, index, composition, rng, accountant, track: as in
             :func:`scalar_feasibility` (``index``: ``"flat"`` by default, or ``"faiss:Flat"``).
     """
-    budget = _args.budget(epsilon, delta, composition, 0.1)
+    budget = _checks.budget(epsilon, delta, composition, 0.1)
     data = check_lp(c, A_ub, b_ub)
     goal = check_real(target, "target")
     if goal >= 0:
@@ -280,7 +281,7 @@ def dense_feasibility(c: object, A_ub: object, b_ub: object, *, target: float, e
     setup = _dense_setup(data, density=density, entry_bound=entry_bound,
                          max_constraints=max_constraints, width=width, rounds=rounds,
                          selection=selection, index=index, largest_target=-goal)
-    track = _args.flag(track, "track")
+    track = _checks.flag(track, "track")
 
     def run(plan, generator) -> Outcome:
         oracle = dense_oracle(data.A, setup.lp.c_pos, setup.index) if setup.index else None
@@ -296,16 +297,16 @@ def dense_linprog(data: LPData, budget: Budget, *, density, entry_bound, max_con
                    rounds, selection, index, probes, objective_range, tolerance, beta, track,
                    rng, accountant) -> LPResult:
     k = check_int(probes, "probes", minimum=1)
-    lo, hi = _args.objective_range(objective_range, None)
+    lo, hi = _checks.objective_range(objective_range, None)
     if hi > 0:
         raise ValueError(f"objective_range must lie in (-inf, 0] for a packing LP (c < 0), got "
                          f"({lo}, {hi})")
     setup = _dense_setup(data, density=density, entry_bound=entry_bound,
                          max_constraints=max_constraints, width=width, rounds=rounds,
                          selection=selection, index=index, largest_target=-lo)
-    tol = _args.tolerance(tolerance)
+    tol = _checks.tolerance(tolerance)
     beta = check_probability(beta, "beta")
-    track = _args.flag(track, "track")
+    track = _checks.flag(track, "track")
 
     def run(plan, generator) -> Outcome:
         oracle = dense_oracle(data.A, setup.lp.c_pos, setup.index) if setup.index else None

@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from fastmwem._deprecation import renamed_keyword
-from fastmwem.lp import _args
+from fastmwem.lp import _checks
 from fastmwem.lp._checks import _NEEDS_C, check_choice, check_lp
 from fastmwem.lp.constraint import dense_feasibility, dense_linprog
 from fastmwem.lp.result import LPResult
@@ -109,16 +109,16 @@ def private_linprog(c: object, A_ub: object = None, b_ub: object = None, *, A_lb
     model = check_choice(neighbors, "neighbors", ("scalar", "constraint"))
     if c is None:
         raise TypeError(_NEEDS_C)
-    budget = _args.budget(epsilon, delta, composition, test_fraction)
+    budget = _checks.budget(epsilon, delta, composition, test_fraction)
     common = dict(width=width, rounds=rounds, selection=selection, index=index, probes=probes,
                   objective_range=objective_range, tolerance=tolerance, beta=beta, track=track,
                   rng=rng, accountant=accountant)
     if model == "scalar":
-        _args.refuse(model, density=density, entry_bound=entry_bound,
+        _checks.refuse(model, density=density, entry_bound=entry_bound,
                      max_constraints=max_constraints)
         data = check_lp(c, A_ub, b_ub, A_lb, b_lb)
         return scalar_linprog(data, budget, sensitivity=sensitivity, **common)
-    _args.refuse(model, sensitivity=sensitivity)
+    _checks.refuse(model, sensitivity=sensitivity)
     if A_lb is not None or b_lb is not None:
         raise ValueError("A_lb and b_lb do not apply to neighbors='constraint', which takes "
                          "packing constraints A_ub @ x <= b_ub only")

@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from fastmwem._validation import check_int, check_positive, check_probability
-from fastmwem.lp import _args
-from fastmwem.lp._checks import LPData, check_lp, check_rounds, check_width, row_width
-from fastmwem.lp._solve import Budget, Outcome, bisect_objective, solve
+from fastmwem.lp import _checks
+from fastmwem.lp._checks import Budget, LPData, check_lp, check_rounds, check_width, row_width
+from fastmwem.lp._solve import Outcome, bisect_objective, solve
 from fastmwem.lp.oracles import check_index_spec
 from fastmwem.lp.result import LPResult
 from fastmwem.lp.scalar import (
@@ -53,8 +53,8 @@ def _scalar_setup(data: LPData, *, sensitivity: object, width: object, rounds: o
         raise ValueError("sensitivity is required for neighbors='scalar': the public bound on "
                          "|b - b'|_inf between neighbouring datasets")
     sens = check_positive(sensitivity, "sensitivity")
-    t = check_rounds(_args.rounds(rounds), data.d, "d")
-    sel = _args.selection(selection, index)
+    t = check_rounds(_checks.rounds(rounds), data.d, "d")
+    sel = _checks.selection(selection, index)
     spec = None
     if sel == "lazy":
         spec = check_index_spec(index, data.d + (2 if objective else 1), scalar=True)
@@ -107,11 +107,11 @@ def scalar_feasibility(A_ub: object, b_ub: object, *, epsilon: float, delta: flo
             costs a full pass per round).
         A_lb, b_lb: constraints ``A_lb @ x >= b_lb``, handled as ``-A_lb @ x <= -b_lb``.
     """
-    budget = _args.budget(epsilon, delta, composition, 0.1)
+    budget = _checks.budget(epsilon, delta, composition, 0.1)
     data = check_lp(None, A_ub, b_ub, A_lb, b_lb)
     setup = _scalar_setup(data, sensitivity=sensitivity, width=width, rounds=rounds,
                           selection=selection, index=index)
-    track = _args.flag(track, "track")
+    track = _checks.flag(track, "track")
 
     def run(plan, generator) -> Outcome:
         oracle = build_oracle(data.A, data.b, setup.index, None) if setup.index else None
@@ -127,15 +127,15 @@ def scalar_linprog(data: LPData, budget: Budget, *, sensitivity, width, rounds, 
                     accountant) -> LPResult:
     c = data.objective
     k = check_int(probes, "probes", minimum=0)
-    lo, hi = _args.objective_range(objective_range, (float(c.min()), float(c.max())))
+    lo, hi = _checks.objective_range(objective_range, (float(c.min()), float(c.max())))
     if objective_range is None and not lo < hi:
         k = 0  # a constant objective: every feasible x is optimal
     span = float(max(np.abs(c - lo).max(), np.abs(c - hi).max())) if k else 0.0
     setup = _scalar_setup(data, sensitivity=sensitivity, width=width, rounds=rounds,
                           selection=selection, index=index, extra_width=span, objective=k > 0)
-    tol = _args.tolerance(tolerance)
+    tol = _checks.tolerance(tolerance)
     beta = check_probability(beta, "beta")
-    track = _args.flag(track, "track")
+    track = _checks.flag(track, "track")
 
     def run(plan, generator) -> Outcome:
         oracle = (build_oracle(data.A, data.b, setup.index, c if k else None)
