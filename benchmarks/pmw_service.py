@@ -35,7 +35,7 @@ import numpy as np
 from fastmwem.client import Client, ServiceError
 from fastmwem.datasets import load_nltcs, nltcs_paths
 from fastmwem.release.pmw import PMWSession
-from fastmwem.release.queries import query_vector
+from fastmwem.release.pmw.queries import query_vector
 
 RESULTS = Path(__file__).resolve().parent / "results"
 PG_BIN = Path("/usr/lib/postgresql/15/bin")

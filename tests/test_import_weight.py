@@ -17,7 +17,7 @@ import pytest
 
 HEAVY = ("numba", "pandas", "scipy", "duckdb", "pyspark", "faiss", "hnswlib", "fastapi", "tqdm")
 
-SUBPACKAGES = ("accounting", "cli", "data", "data.sources", "indices", "lp", "mechanisms",
+SUBPACKAGES = ("accounting", "cli", "data", "data.sources", "indices", "lp", "mechanisms", "models",
                "release", "service", "testing", "workloads")
 
 
