@@ -1,7 +1,7 @@
 """The Fast-MWEM paper's figures (arXiv:2602.03732 s.5.1 and App. I) on random counting queries.
 
 The algorithm is the paper's: offline private multiplicative weights (its Algorithms 1-2,
-:func:`fastmwem.release.pmw_offline.pmw`: the exponential mechanism over the complement-closed
+:func:`fastmwem.release.pmw.offline.pmw`: the exponential mechanism over the complement-closed
 query set each round, a multiplicative-weights step, the average of the iterates as output),
 with ``selection="exponential"`` (MWEM: all ``2m`` scores each round) or ``selection="lazy"``
 (Fast-MWEM: the lazy exponential mechanism over a top-k index). Queries: ``m`` random 0/1 vectors
@@ -60,8 +60,8 @@ from _fast_common import (  # noqa: E402
 
 from fastmwem.indices import make_index  # noqa: E402
 from fastmwem.mechanisms import LazyExponentialMechanism  # noqa: E402
-from fastmwem.release.pmw_offline import OfflinePMWConfig as PMWConfig  # noqa: E402
-from fastmwem.release.pmw_offline import pmw_offline as pmw  # noqa: E402
+from fastmwem.release.pmw.offline import OfflinePMWConfig as PMWConfig  # noqa: E402
+from fastmwem.release.pmw.offline import pmw_offline as pmw  # noqa: E402
 from fastmwem.workloads import RandomCountingQueries  # noqa: E402
 
 EPSILON, DELTA = 1.0, 1e-6

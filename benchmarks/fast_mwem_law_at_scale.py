@@ -33,9 +33,9 @@ from _fast_common import (
 from scipy import stats
 
 from fastmwem import mwem
+from fastmwem.models.state import MWState
 from fastmwem.release._private import PrivateView
 from fastmwem.release.selection import LazySelection
-from fastmwem.release.state import MWState
 from fastmwem.workloads import RandomCountingQueries
 
 BINS = 10

@@ -34,7 +34,7 @@ import numpy as np
 
 from fastmwem.datasets import load_nltcs, nltcs_paths
 from fastmwem.release.pmw import PMWSession
-from fastmwem.release.queries import query_vector
+from fastmwem.release.pmw.queries import query_vector
 from fastmwem.service.client import Client, ServiceError
 
 RESULTS = Path(__file__).resolve().parent / "results"

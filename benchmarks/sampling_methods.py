@@ -27,8 +27,8 @@ from _aim_common import write_json_atomic
 from factored_mwem import DEFAULT_DATA, RESULTS, Truth, load, records_marginal, result_marginal
 
 from fastmwem.datasets import load_nltcs
+from fastmwem.models.matching import match_marginals
 from fastmwem.release import mwem_auto
-from fastmwem.release._matching import match_marginals
 from fastmwem.workloads import Marginals
 
 METHODS = ("independent", "systematic", "matched")

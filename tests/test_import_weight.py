@@ -17,7 +17,8 @@ import pytest
 
 HEAVY = ("numba", "pandas", "scipy", "duckdb", "pyspark", "faiss", "hnswlib", "fastapi", "tqdm")
 
-SUBPACKAGES = ("accounting", "cli", "data", "data.io", "data.sources", "indices", "lp", "mechanisms",
+SUBPACKAGES = ("accounting", "cli", "data", "data.io", "data.sources", "indices", "lp",
+               "mechanisms", "models",
                "release", "service", "testing", "workloads")
 
 

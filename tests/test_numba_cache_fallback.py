@@ -18,7 +18,7 @@ _SCRIPT = """
 import numpy as np
 import fastmwem
 from fastmwem.indices import BitPackedIndex
-from fastmwem.release._matching import match_marginals
+from fastmwem.models.matching import match_marginals
 
 index = BitPackedIndex(16, backend="numba", threads=1)
 index.add(np.eye(16)[:5])

@@ -363,7 +363,7 @@ def test_evaluate_scores_factored_records_written_in_blocks(tmp_path, capsys, mo
 ])
 def test_default_sampling_matches_up_to_a_row_count(coded_csv, tmp_path, capsys, monkeypatch,
                                                     rows, given, used, note):
-    from fastmwem.release import _sampling
+    from fastmwem.models import sampling as _sampling
 
     monkeypatch.setattr(_sampling, "AUTO_MATCH_ROWS", 500)
     csv, domain = coded_csv

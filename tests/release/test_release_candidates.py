@@ -5,7 +5,7 @@ import pytest
 
 from fastmwem.data import Dataset, Domain
 from fastmwem.release import mwem
-from fastmwem.release._candidates import superset_groups, superset_workload
+from fastmwem.release.selection.candidates import superset_groups, superset_workload
 from fastmwem.workloads import Marginals, Parities
 
 BINARY = Domain([f"b{i}" for i in range(6)], [2] * 6)

@@ -17,7 +17,7 @@ import pytest
 
 from fastmwem.data import Dataset, Domain
 from fastmwem.release import mwem
-from fastmwem.release.pmw_offline import pmw_offline
+from fastmwem.release.pmw.offline import pmw_offline
 from fastmwem.workloads import Marginals, MatrixWorkload
 
 DOMAIN = Domain([f"x{i}" for i in range(5)], [2, 3, 2, 2, 4])

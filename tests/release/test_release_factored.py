@@ -7,9 +7,9 @@ import pytest
 from scipy import stats
 
 from fastmwem.data import Domain
+from fastmwem.models.junction import JunctionTree
+from fastmwem.models.tables import product_sum
 from fastmwem.release import FactoredState, MWState, SyntheticState
-from fastmwem.release._junction import JunctionTree
-from fastmwem.release._tables import product_sum
 from fastmwem.workloads import AllIntervals, Concatenate, Marginals, RangeQueries
 
 DOMAIN = Domain(["a", "b", "c", "d", "e", "f"], [2, 3, 2, 4, 3, 2])

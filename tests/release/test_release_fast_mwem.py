@@ -10,9 +10,9 @@ from fastmwem.accounting import BoundedRange
 from fastmwem.data import Dataset, Domain
 from fastmwem.evaluation import workload_error
 from fastmwem.mechanisms import ExponentialMechanism
+from fastmwem.models.state import MWState
 from fastmwem.release._private import PrivateView
 from fastmwem.release.selection import LazySelection, ScanSelection
-from fastmwem.release.state import MWState
 from fastmwem.testing import chi_square_pvalue
 from fastmwem.workloads import AllIntervals, Marginals, RandomCountingQueries
 
@@ -224,7 +224,7 @@ def test_an_approximate_index_name_is_refused_before_it_is_built(monkeypatch):
     def never(*args, **kwargs):
         raise AssertionError("the index was built")
 
-    monkeypatch.setattr("fastmwem.release._oracles.workload_oracle", never)
+    monkeypatch.setattr("fastmwem.release.selection.oracles.workload_oracle", never)
     for name in ("hnswlib", "faiss:HNSW32", "faiss:IVF16,Flat"):
         with pytest.raises(ValueError, match="no certified gap"):
             LazySelection(index=name)
@@ -233,7 +233,7 @@ def test_an_approximate_index_name_is_refused_before_it_is_built(monkeypatch):
 
 def test_a_release_builds_its_index_once(monkeypatch):
     """mwem_with_defaults checks, plans and runs several configurations of one selection."""
-    from fastmwem.release import _oracles
+    from fastmwem.release.selection import oracles as _oracles
     from tests.release._auto import run_with_defaults
 
     built = []

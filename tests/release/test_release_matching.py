@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 from fastmwem.data import Dataset, Domain
-from fastmwem.release import FactoredState, _matching, mwem
-from fastmwem.release._matching import match_marginals, match_records, scored_sets
+from fastmwem.models import matching as _matching
+from fastmwem.models.matching import match_marginals, match_records, scored_sets
+from fastmwem.release import FactoredState, mwem
 from fastmwem.workloads import Marginals
 
 from .test_release_sampling import DOMAIN, fitted_state

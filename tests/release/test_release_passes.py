@@ -9,8 +9,8 @@ import pytest
 
 from fastmwem import mwem
 from fastmwem.data import Dataset, Domain
-from fastmwem.release import _passes
-from fastmwem.release.state import MWState, clipped_targets
+from fastmwem.models import passes as _passes
+from fastmwem.models.state import MWState, clipped_targets
 from fastmwem.workloads import RandomCountingQueries
 
 

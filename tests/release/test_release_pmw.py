@@ -19,6 +19,7 @@ import pytest
 
 from fastmwem import Accountant, BudgetExceededError, PureDP, SessionExhaustedError
 from fastmwem.data import Dataset, Domain
+from fastmwem.models.state import MWState
 from fastmwem.release.pmw import (
     EPOCH_LABEL,
     GRID,
@@ -27,7 +28,6 @@ from fastmwem.release.pmw import (
     UnstableUpdateError,
     mw_steps,
 )
-from fastmwem.release.state import MWState
 from fastmwem.testing import chi_square_pvalue
 from fastmwem.workloads.marginals import Marginals
 

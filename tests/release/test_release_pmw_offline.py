@@ -1,4 +1,4 @@
-"""Offline private multiplicative weights (Fast-MWEM Algorithms 1-2): fastmwem.release.pmw_offline."""
+"""Offline private multiplicative weights (Fast-MWEM Algorithms 1-2): fastmwem.release.pmw.offline."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from fastmwem.accounting import ApproxDP, BoundedRange
 from fastmwem.data import Dataset, Domain
 from fastmwem.evaluation import workload_error
 from fastmwem.mechanisms import ExponentialMechanism
-from fastmwem.release.pmw_offline import (
+from fastmwem.release.pmw.offline import (
     OfflinePMWConfig,
     _LazyChooser,
     pmw_offline,
@@ -102,7 +102,7 @@ def test_bad_input_is_refused_before_the_charge(options, message):
 def test_the_largest_learning_rate_keeps_the_distribution_finite():
     # exp(+-eta) per step: at eta = 1e6 the update overflowed (or erased every cell) and the run
     # failed after the charge with "histogram must be finite".
-    from fastmwem.release.pmw_offline import MAX_LEARNING_RATE
+    from fastmwem.release.pmw.offline import MAX_LEARNING_RATE
     from fastmwem.workloads import MatrixWorkload
 
     domain = Domain(["a", "b"], [4, 4])

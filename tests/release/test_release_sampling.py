@@ -7,8 +7,8 @@ import pytest
 from scipy import stats
 
 from fastmwem.data import Domain
+from fastmwem.models.sampling import check_sampling, stratified_uniforms, systematic_counts
 from fastmwem.release import FactoredState, MWState
-from fastmwem.release._sampling import check_sampling, stratified_uniforms, systematic_counts
 from fastmwem.workloads import Marginals
 
 DOMAIN = Domain(["a", "b", "c", "d", "e"], [2, 3, 2, 4, 3])

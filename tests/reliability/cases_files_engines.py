@@ -176,9 +176,9 @@ def _files_and_engines() -> None:
         env.update(HOME=str(blocker / "home"), XDG_CACHE_HOME=str(blocker / "cache"),
                    PYTHONPATH=str(ctx.dir / "site"), PYTHONDONTWRITEBYTECODE="1")
         script = ("import numpy as np\nimport fastmwem\n"
-                  "import fastmwem.release._matching, fastmwem.release._passes\n"
+                  "import fastmwem.models.matching, fastmwem.models.passes\n"
                   "import fastmwem.indices._bitkernels_numba\n"
-                  "from fastmwem.release._matching import match_marginals\n"
+                  "from fastmwem.models.matching import match_marginals\n"
                   "rng = np.random.default_rng(0)\n"
                   "codes = np.stack([rng.integers(0, 3, 40), rng.integers(0, 4, 40)], axis=1)\n"
                   "match_marginals(codes, (3, 4), [(0, 1)], lambda s: np.full(12, 1 / 12), rng)\n"

@@ -12,7 +12,7 @@ from pathlib import Path
 from fastmwem.cli import CLIError, warn_seeded
 from fastmwem.cli._io import check_input_file, read_text_file
 from fastmwem.data import Dataset, Domain
-from fastmwem.release.pmw import PMWConfig
+from fastmwem.release.pmw.session import PMWConfig
 
 __all__ = ["register"]
 

@@ -33,10 +33,10 @@ from fastmwem.evaluation import (
     relative_entropy_of_records,
     workload_error,
 )
+from fastmwem.models.sampling import AUTO_MATCH_ROWS, SAMPLING_METHODS, default_sampling
 from fastmwem.random import split_seed
 from fastmwem.release._privacy import PrivacyDefinition, definition_of
 from fastmwem.release._private import answers_from_marginals
-from fastmwem.release._sampling import AUTO_MATCH_ROWS, SAMPLING_METHODS, default_sampling
 from fastmwem.release.defaults import (
     AUTO_REUSE_PASSES,
     MAX_DEFAULT_ROUNDS,

@@ -1,6 +1,7 @@
 """Release algorithms: MWEM (classic and fast), private multiplicative weights (offline, and the
 online session), and the multiplicative-weights state they share."""
 
+from fastmwem.models import FactoredState, MWState, SyntheticState
 from fastmwem.release.defaults import MWEMChoices, mwem_auto, mwem_with_defaults
 from fastmwem.release.definitions import (
     PrivacyDefinition,
@@ -8,10 +9,17 @@ from fastmwem.release.definitions import (
     ZCDPDefinition,
     definition_of,
 )
-from fastmwem.release.factored import FactoredState
 from fastmwem.release.mwem import MWEMConfig, mwem, mwem_privacy_plan
-from fastmwem.release.pmw import Answer, PMWConfig, PMWRecord, PMWSession, SessionExhaustedError
-from fastmwem.release.pmw_offline import OfflinePMWConfig, pmw_offline, pmw_offline_privacy_plan
+from fastmwem.release.pmw import (
+    Answer,
+    OfflinePMWConfig,
+    PMWConfig,
+    PMWRecord,
+    PMWSession,
+    SessionExhaustedError,
+    pmw_offline,
+    pmw_offline_privacy_plan,
+)
 from fastmwem.release.resources import MWEMResources, mwem_resources
 from fastmwem.release.result import MWEMResult, RoundRecord
 from fastmwem.release.selection import (
@@ -20,7 +28,6 @@ from fastmwem.release.selection import (
     ScanSelection,
     register_selection,
 )
-from fastmwem.release.state import MWState, SyntheticState
 
 __all__ = ["mwem", "MWEMConfig", "MWEMResult", "RoundRecord", "MWState", "FactoredState",
            "SyntheticState", "mwem_privacy_plan", "mwem_resources", "MWEMResources", "mwem_with_defaults",

@@ -15,17 +15,17 @@ import numpy as np
 
 from fastmwem._validation import memory_limit as system_memory
 from fastmwem.data.domain import Domain, check_dense
-from fastmwem.release._candidates import (
+from fastmwem.models.factored import marginal_axes
+from fastmwem.models.state import MWState, SyntheticState
+from fastmwem.release._setup import MWEMSetup
+from fastmwem.release.resources import mwem_resources
+from fastmwem.release.selection.candidates import (
     SUPERSET_CELL_RATIO,
     SUPERSET_MAX_QUERIES,
     closure_workload,
     superset_groups,
     superset_workload,
 )
-from fastmwem.release._setup import MWEMSetup
-from fastmwem.release.factored import marginal_axes
-from fastmwem.release.resources import mwem_resources
-from fastmwem.release.state import MWState, SyntheticState
 from fastmwem.workloads.base import LinearWorkload, groups_of_queries
 
 if TYPE_CHECKING:

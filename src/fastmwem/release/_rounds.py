@@ -14,15 +14,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from fastmwem.data.domain import Domain
-from fastmwem.release._passes import fit_queries
+from fastmwem.models.factored import FactoredState
+from fastmwem.models.passes import fit_queries
+from fastmwem.models.state import MAX_RECORDS, MWState, SyntheticState, clipped_targets
 from fastmwem.release._privacy import PureDefinition
 from fastmwem.release._private import PrivateView
 from fastmwem.release._setup import MWEMSetup
 from fastmwem.release.annealing import noise_std
-from fastmwem.release.factored import FactoredState
 from fastmwem.release.noise import synthetic_answers, within_noise
 from fastmwem.release.result import MWEMResult
-from fastmwem.release.state import MAX_RECORDS, MWState, SyntheticState, clipped_targets
 from fastmwem.workloads.base import LinearWorkload, groups_of_queries
 
 if TYPE_CHECKING:
@@ -223,7 +223,7 @@ def _compiled_passes(run: Run, passes: int) -> bool:
 
 def _reuse_queries(run: Run, workload: LinearWorkload, passes: int, tolerance: float) -> int:
     """The reuse passes over single measured queries by
-    :func:`~fastmwem.release._passes.fit_queries`: the steps of :func:`update`, in its order."""
+    :func:`~fastmwem.models.passes.fit_queries`: the steps of :func:`update`, in its order."""
     for m in run.measurements[len(run.rows):]:
         run.rows.append(workload.row(m.queries.start))
     state = run.state

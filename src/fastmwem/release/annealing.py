@@ -19,7 +19,7 @@ An adaptive MWEM run (``rounds=None``) does the same:
    remains, and is the last.
 
 Selection scores are AIM's: ``w_r (||q_r(n p) - q_r(B)||_1 - cells_r E|noise_r|)``, where the
-workload weight ``w_r`` (:func:`~fastmwem.release._candidates.workload_weights`) favours
+workload weight ``w_r`` (:func:`~fastmwem.release.selection.candidates.workload_weights`) favours
 marginals that share attributes with many workload marginals, and the penalty makes a marginal
 worth measuring only where its error exceeds the noise a measurement would add. Reuse passes
 weigh each measurement by its precision (``(sigma_min / sigma_i)^2``, as a least-squares fit

@@ -22,7 +22,8 @@ from fastmwem._validation import (
     check_probability,
 )
 from fastmwem.accounting import exact, float_below
-from fastmwem.release._candidates import CANDIDATE_SETS
+from fastmwem.models.factored import DEFAULT_MAX_CLIQUE_CELLS
+from fastmwem.models.state import MAX_RECORDS
 from fastmwem.release._privacy import (
     PRIVACY_DEFINITIONS,
     PrivacyDefinition,
@@ -30,9 +31,8 @@ from fastmwem.release._privacy import (
     definition_of,
 )
 from fastmwem.release.annealing import INITIAL_ROUNDS_PER_ATTRIBUTE, split_round
-from fastmwem.release.factored import DEFAULT_MAX_CLIQUE_CELLS
 from fastmwem.release.selection import resolve_selection
-from fastmwem.release.state import MAX_RECORDS
+from fastmwem.release.selection.candidates import CANDIDATE_SETS
 
 if TYPE_CHECKING:
     from fastmwem.release.selection import RoundSelection
@@ -142,7 +142,7 @@ class MWEMConfig:
             noisy measurement and the synthetic distribution, so it costs no privacy.
         model: the synthetic distribution: ``"dense"`` (a vector over every cell),
             ``"junction-tree"`` (a decomposable model of clique tables,
-            :class:`~fastmwem.release.factored.FactoredState`), ``"product"`` (disjoint factors,
+            :class:`~fastmwem.models.factored.FactoredState`), ``"product"`` (disjoint factors,
             MWEM paper s.4), or ``"auto"``: dense when the domain is within the dense limit and
             the run's memory, else the junction tree.
         max_clique_cells: the largest clique (cells) of a factored model. Groups whose
@@ -150,7 +150,7 @@ class MWEMConfig:
             follows from the domain and the groups already selected (public).
         candidates: what a round may select: ``"workload"`` (its groups), ``"closure"`` (also
             the marginals on subsets of each marginal group's attributes, which are cheaper to
-            measure; :mod:`fastmwem.release._candidates`), ``"supersets"`` (only the marginals
+            measure; :mod:`fastmwem.release.selection.candidates`), ``"supersets"`` (only the marginals
             on each marginal group's attributes and two more, where they have at most 4x the
             cells; dense model, fixed rounds), or ``"auto"``: the closure for a factored model
             or adaptive rounds, else the workload (:func:`~fastmwem.release.mwem_auto` may

@@ -33,8 +33,8 @@ from fastmwem._validation import check_int, check_probability
 from fastmwem.accounting import Accountant, exact, float_below
 from fastmwem.data.domain import Domain
 from fastmwem.mechanisms.seeding import check_rng
+from fastmwem.models.state import MAX_RECORDS
 from fastmwem.random import RNGLike, make_rng
-from fastmwem.release._candidates import superset_workload
 from fastmwem.release._model import check_release_inputs
 from fastmwem.release._privacy import (
     PrivacyDefinition,
@@ -45,7 +45,7 @@ from fastmwem.release.annealing import noise_std
 from fastmwem.release.mwem import MWEMConfig, mwem
 from fastmwem.release.plan import check_run_inputs, plan_mwem, plan_setup
 from fastmwem.release.result import MWEMChoices, MWEMResult
-from fastmwem.release.state import MAX_RECORDS
+from fastmwem.release.selection.candidates import superset_workload
 from fastmwem.workloads.base import LinearWorkload
 
 if TYPE_CHECKING:
@@ -232,7 +232,7 @@ def mwem_with_defaults(
     the first-round noise test (``noise_test=NOISE_TEST_ALPHA`` unless given), which measured
     better than pure-DP annealing on NLTCS (see docs/mwem.md). A pure-DP dense run whose
     ``candidates`` are left to the default measures superset candidates instead
-    (:func:`~fastmwem.release._candidates.superset_workload`, with :func:`superset_rounds` and
+    (:func:`~fastmwem.release.selection.candidates.superset_workload`, with :func:`superset_rounds` and
     ``SUPERSET_SELECT_FRACTION``) when the linear rule allows at least ``SUPERSET_MIN_ROUNDS``
     rounds of them (decided from the released count); a zCDP dense run likewise, with
     :func:`zcdp_superset_rounds` (fixed rounds, no annealing) when that rule gives at least
@@ -408,7 +408,7 @@ def _superset_option(config: dict[str, Any], workload: LinearWorkload, model: st
     """A dense run's superset settings, its rounds ceiling and cells per candidate.
 
     ``None`` unless the candidates are left to the default and the workload has supersets
-    (:func:`~fastmwem.release._candidates.superset_workload`). The settings pass every check of
+    (:func:`~fastmwem.release.selection.candidates.superset_workload`). The settings pass every check of
     the run before anything is charged, so that choosing them after the count cannot fail.
     """
     if (model != "dense" or config.get("candidates", "auto") != "auto"

@@ -19,7 +19,6 @@ from fastmwem.data.domain import Domain
 from fastmwem.mechanisms.seeding import check_rng
 from fastmwem.random import RNGLike, make_rng
 from fastmwem.release._adaptive import run_adaptive
-from fastmwem.release._candidates import workload_weights
 from fastmwem.release._model import (
     candidate_groups,
     check_release_inputs,
@@ -60,6 +59,7 @@ from fastmwem.release.plan import (
     plan_setup,
 )
 from fastmwem.release.result import MWEMResult, RoundRecord
+from fastmwem.release.selection.candidates import workload_weights
 from fastmwem.workloads.base import LinearWorkload, Workload
 
 if TYPE_CHECKING:
@@ -93,7 +93,7 @@ def mwem(
 
     The synthetic distribution is a dense histogram when the domain allows one; on a larger
     domain (above ``MAX_DENSE_CELLS`` or the memory) it is a junction tree of clique tables
-    (:class:`~fastmwem.release.factored.FactoredState`, MWEM paper s.4 and beyond): the same
+    (:class:`~fastmwem.models.factored.FactoredState`, MWEM paper s.4 and beyond): the same
     updates, applied inside cliques, answers by inference, records sampled clique by clique, and
     the data read only as marginals. Such a run needs a workload with marginal structure; it
     selects among the workload's marginals and their sub-marginals (``candidates``), leaves out

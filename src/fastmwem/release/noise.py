@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fastmwem.release.state import SyntheticState
+from fastmwem.models.state import SyntheticState
 from fastmwem.workloads.base import LinearWorkload
 
 __all__ = ["noise_threshold", "synthetic_answers", "within_noise"]

@@ -12,12 +12,12 @@ import numpy as np
 from fastmwem._validation import check_int, check_memory
 from fastmwem.accounting import LedgerEntry, PrivacyEvent, ledger_records
 from fastmwem.data.domain import Domain
+from fastmwem.models.factored import marginal_axes
+from fastmwem.models.matching import match_bytes
+from fastmwem.models.sampling import check_sampling
+from fastmwem.models.state import SyntheticState, sample_records
 from fastmwem.random import RNGLike, make_rng
-from fastmwem.release._matching import match_bytes
-from fastmwem.release._sampling import check_sampling
 from fastmwem.release.config import MWEMConfig
-from fastmwem.release.factored import marginal_axes
-from fastmwem.release.state import SyntheticState, sample_records
 from fastmwem.workloads.base import LinearWorkload
 
 if TYPE_CHECKING:
@@ -111,7 +111,7 @@ class MWEMResult:
         measured_workload: the workload whose groups ``selected`` and the trace index, when it
             is not ``workload`` (a factored run may also measure sub-marginals), else ``None``.
         model: the factored synthetic distribution
-            (:class:`~fastmwem.release.factored.FactoredState`) of a run on a large domain, or
+            (:class:`~fastmwem.models.factored.FactoredState`) of a run on a large domain, or
             ``None`` when ``histogram`` holds it.
         guarantee: the guarantee this run's charges give: ``{"definition": "pure",
             "epsilon"}`` or ``{"definition": "zcdp", "rho", "epsilon", "delta"}`` (epsilon and
@@ -173,10 +173,10 @@ class MWEMResult:
 
         ``sampling="systematic"`` gives every cell (of a factored model: every clique cell,
         within each separator value) ``floor`` or ``ceil`` of its expected count, and each
-        record's law is the synthetic distribution (:mod:`fastmwem.release._sampling`).
+        record's law is the synthetic distribution (:mod:`fastmwem.models.sampling`).
         ``"matched"`` (the default) then moves values of the records until their marginals on
         the workload's attribute sets are what the model says, to integer rounding
-        (:mod:`fastmwem.release._matching`): the records answer the workload almost exactly as
+        (:mod:`fastmwem.models.matching`): the records answer the workload almost exactly as
         the model does, though they are no longer draws from it one by one. ``"independent"``
         draws the records independently (a multinomial). With a schema, codes are decoded to
         the raw labels unless ``decode=False``.

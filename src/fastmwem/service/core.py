@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 
 from fastmwem.accounting import Accountant, BudgetExceededError, exact
 from fastmwem.data.domain import Domain
-from fastmwem.release.pmw import (
+from fastmwem.release.pmw.session import (
     COUNT_LABEL,
     EPOCH_LABEL,
     PMWConfig,

@@ -1,6 +1,6 @@
 """Single linear queries over a domain, as vectors over its cells, from several public forms.
 
-An online session (:class:`~fastmwem.release.pmw.PMWSession`) is asked one query at a time; a
+An online session (:class:`~fastmwem.release.pmw.session.PMWSession`) is asked one query at a time; a
 query is public (the analyst wrote it) and is turned into a dense vector ``q`` over the domain's
 cells (C order, as for histograms), whose answer on a dataset is ``sum_records q(record)``.
 

@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from fastmwem.release._sampling import stratified_uniforms
-from fastmwem.release._tables import divide, expand, marginalise, outer, product_sum
+from fastmwem.models.sampling import stratified_uniforms
+from fastmwem.models.tables import divide, expand, marginalise, outer, product_sum
 
 __all__ = ["JunctionTree", "Plan"]
 
@@ -434,7 +434,7 @@ class JunctionTree:
 
         Every draw is an inverse-CDF lookup of a uniform; ``systematic`` spreads the uniforms
         evenly within each stratum, over the attributes drawn before
-        (:func:`~fastmwem.release._sampling.stratified_uniforms`), else they are independent.
+        (:func:`~fastmwem.models.sampling.stratified_uniforms`), else they are independent.
         """
         self.calibrate()
         codes = np.zeros((n, len(self.shape)), dtype=np.int64)

@@ -2,7 +2,7 @@
 
 :class:`SyntheticState` is what a release needs from a synthetic distribution: answers,
 multiplicative-weights updates, and records. :class:`MWState` keeps a dense vector over every
-cell (small domains); :class:`~fastmwem.release.factored.FactoredState` keeps a decomposable
+cell (small domains); :class:`~fastmwem.models.factored.FactoredState` keeps a decomposable
 model that never materialises the domain. The update arithmetic lives in
 :func:`mw_group_step` and :func:`mw_query_step`, which work on any normalised table, so both
 states apply exactly the same rule.
@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 import numpy as np
 
 from fastmwem.data.domain import Domain, check_dense
-from fastmwem.release._matching import dense_marginals, match_records, scored_sets
-from fastmwem.release._sampling import systematic_counts
+from fastmwem.models.matching import dense_marginals, match_records, scored_sets
+from fastmwem.models.sampling import systematic_counts
 from fastmwem.workloads.base import LinearWorkload, groups_of_queries, queries_of_groups
 
 if TYPE_CHECKING:
@@ -97,9 +97,9 @@ class SyntheticState(Protocol):
         """``n`` records drawn from the distribution, as integer codes per attribute.
 
         ``systematic``: each cell's (or clique cell's) count within one of its expectation
-        (:mod:`fastmwem.release._sampling`); else independent draws. ``match``: attribute sets
+        (:mod:`fastmwem.models.sampling`); else independent draws. ``match``: attribute sets
         (axes) whose marginals the drawn records are then moved to match
-        (:mod:`fastmwem.release._matching`), after which a record is no longer a draw from the
+        (:mod:`fastmwem.models.matching`), after which a record is no longer a draw from the
         distribution on its own.
         """
         ...
@@ -314,10 +314,10 @@ def sample_records(distribution: np.ndarray, domain: Domain, n: int,
     """Draw ``n`` records from a distribution over the cells, as integer codes per attribute.
 
     ``systematic``: each cell gets ``floor`` or ``ceil`` of its expected count
-    (:func:`~fastmwem.release._sampling.systematic_counts`), else a multinomial draw. A cell's
+    (:func:`~fastmwem.models.sampling.systematic_counts`), else a multinomial draw. A cell's
     count that close still leaves a marginal cell (a sum of many cells) off by more, so
     ``match`` moves the records towards the distribution's marginals on those attribute sets
-    (:func:`~fastmwem.release._matching.match_records`).
+    (:func:`~fastmwem.models.matching.match_records`).
     """
     import pandas as pd
     counts = (systematic_counts(distribution, n, rng) if systematic

@@ -23,7 +23,7 @@ __all__ = ["AUTO_MATCH_ROWS", "SAMPLING_METHODS", "check_sampling", "default_sam
            "systematic_counts", "stratified_uniforms"]
 
 #: ``"matched"`` (the default: systematic records, then moved to match the model's marginals on
-#: the workload, :mod:`fastmwem.release._matching`), ``"systematic"`` (counts within one of
+#: the workload, :mod:`fastmwem.models.matching`), ``"systematic"`` (counts within one of
 #: their expectation, each record a draw from the model) or ``"independent"`` (``n``
 #: independent draws).
 SAMPLING_METHODS = ("matched", "systematic", "independent")

@@ -1,6 +1,6 @@
 """Matched records: move drawn records' values until their marginals match the model's.
 
-Systematic sampling (:mod:`fastmwem.release._sampling`) gives every clique cell of a factored
+Systematic sampling (:mod:`fastmwem.models.sampling`) gives every clique cell of a factored
 model ``floor`` or ``ceil`` of its expected count, but a marginal that spans cliques is only
 as close as the draws down the tree make it: on adult (epsilon 1) the written records' mean
 2-way L1 error was 0.0831 against the model's 0.0806, all of the gap in the 62 attribute pairs
@@ -214,7 +214,7 @@ def _compiled_loop() -> Callable[..., int] | None:
     """The compiled matching loop, or ``None`` without numba (imported on first use: loading
     numba takes about half a second, too much for ``import fastmwem``)."""
     try:
-        from fastmwem.release._matching_numba import match_loop
+        from fastmwem.models.matching_numba import match_loop
     except ImportError:  # the records stay as drawn; match_marginals warns
         return None
     return match_loop

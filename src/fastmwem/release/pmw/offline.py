@@ -246,7 +246,7 @@ class _LazyChooser:
     def __init__(self, workload: LinearWorkload, epsilon0: float, index: object, k: int | None,
                  allow_uncertified: bool = False) -> None:
         from fastmwem.mechanisms.lazy import LazyExponentialMechanism
-        from fastmwem.release._oracles import workload_oracle
+        from fastmwem.release.selection.oracles import workload_oracle
 
         oracle = workload_oracle(workload, index, allow_uncertified=allow_uncertified)
         self.mechanism = LazyExponentialMechanism(

@@ -5,10 +5,10 @@ Private Data Release", arXiv:1012.4763) observes in s.4 that when no measured qu
 groups of attributes, the
 multiplicative-weights distribution is a product over those groups. :class:`FactoredState` goes
 further and keeps it as a decomposable model: a junction tree of cliques with
-``P = prod(clique marginals) / prod(separator marginals)`` (:mod:`fastmwem.release._junction`).
+``P = prod(clique marginals) / prod(separator marginals)`` (:mod:`fastmwem.models.junction`).
 
 * A measured group whose attributes lie inside a clique updates that clique's table with the
-  very rule of the dense state (:func:`~fastmwem.release.state.mw_group_step`): the update
+  very rule of the dense state (:func:`~fastmwem.models.state.mw_group_step`): the update
   multiplies the joint by a function of the clique's attributes, which keeps the model
   decomposable, and the other cliques follow by message passing.
 * A group that spans several cliques first *absorbs* its attributes: they are added along tree
@@ -32,10 +32,10 @@ import numpy as np
 
 from fastmwem._validation import check_int
 from fastmwem.data.domain import Domain
-from fastmwem.release._junction import JunctionTree, Plan
-from fastmwem.release._matching import match_records
-from fastmwem.release._tables import outer
-from fastmwem.release.state import group_of, mw_group_step, mw_query_step, noisy_start
+from fastmwem.models.junction import JunctionTree, Plan
+from fastmwem.models.matching import match_records
+from fastmwem.models.state import group_of, mw_group_step, mw_query_step, noisy_start
+from fastmwem.models.tables import outer
 from fastmwem.workloads.base import LinearWorkload
 
 if TYPE_CHECKING:
@@ -65,7 +65,7 @@ class FactoredState:
     """A synthetic distribution over ``domain`` kept as a junction tree of clique tables.
 
     Starts as the uniform law (every attribute its own clique). Meets
-    :class:`~fastmwem.release.state.SyntheticState`; workloads need a marginal structure
+    :class:`~fastmwem.models.state.SyntheticState`; workloads need a marginal structure
     (``group_attributes`` and ``group_on_marginal``).
 
     Args:

@@ -2,7 +2,7 @@
 
 Hardt and Rothblum 2010 (FOCS), as presented in Ullman's lecture notes "Private Multiplicative
 Weights" (the online variant): the curator keeps a synthetic distribution ``p`` (the
-multiplicative-weights state shared with MWEM, :class:`~fastmwem.release.state.MWState`). For each
+multiplicative-weights state shared with MWEM, :class:`~fastmwem.models.state.MWState`). For each
 query the sparse vector technique asks whether the synthetic answer is within ``alpha * n`` of the
 true one; if so the synthetic answer is released (``source="synthetic"``, no further privacy
 cost), otherwise the query is measured with noise (``source="measured"``), ``p`` takes a
@@ -36,14 +36,14 @@ from fastmwem.accounting import (
     entry_to_record,
     exact,
 )
-from fastmwem.data._files import load_json
 from fastmwem.data.domain import Domain, check_dense
+from fastmwem.data.io.files import load_json
 from fastmwem.mechanisms.laplace import Geometric
 from fastmwem.mechanisms.seeding import check_rng
 from fastmwem.mechanisms.sparse_vector import MAX_SV_VALUE, SparseVector, SparseVectorRun
+from fastmwem.models.state import MWState
 from fastmwem.random import RNGLike, make_rng
-from fastmwem.release.queries import query_spec, query_vector
-from fastmwem.release.state import MWState
+from fastmwem.release.pmw.queries import query_spec, query_vector
 from fastmwem.workloads.base import MAX_QUERY_VALUE
 
 __all__ = ["PMWSession", "PMWConfig", "PMWRecord", "Answer", "SessionExhaustedError",
@@ -487,7 +487,7 @@ class PMWSession:
 
     # -- answering -------------------------------------------------------------------------------
     def answer(self, query: object, *, accountant: Accountant | None = None) -> Answer:
-        """Answer one query (see :mod:`fastmwem.release.queries` for the forms).
+        """Answer one query (see :mod:`fastmwem.release.pmw.queries` for the forms).
 
         ``accountant`` (default: the session's) is charged if this query opens an epoch.
 

@@ -35,7 +35,7 @@ from fastmwem.workloads.base import LinearWorkload, groups_of_queries, queries_o
 if TYPE_CHECKING:
     from fastmwem.indices.base import TopKOracle
     from fastmwem.mechanisms.lazy import LazyExponentialMechanism
-    from fastmwem.release.state import SyntheticState
+    from fastmwem.models.state import SyntheticState
 
 __all__ = [
     "Chooser",
@@ -70,7 +70,7 @@ class Chooser(Protocol):
 
         Args:
             state: the synthetic state of the current round (a
-                :class:`~fastmwem.release.state.SyntheticState`: ``answer_groups``, ``total``).
+                :class:`~fastmwem.models.state.SyntheticState`: ``answer_groups``, ``total``).
             available: boolean mask of the candidates that may be chosen, or ``None`` for all.
             rng: the run's generator.
         """
@@ -383,7 +383,7 @@ def _shared_oracle(workload: LinearWorkload, index: object, allow_uncertified: b
         if held is workload and opt_in == allow_uncertified and (
                 spec is index or (isinstance(index, str) and spec == index)):
             return oracle
-    from fastmwem.release._oracles import workload_oracle
+    from fastmwem.release.selection.oracles import workload_oracle
 
     oracle = workload_oracle(workload, index, allow_uncertified=allow_uncertified)
     _LAST_ORACLE[:] = [(workload, index, allow_uncertified, oracle)]

@@ -4,7 +4,7 @@ A reuse pass applies the multiplicative-weights step of every measured query aga
 they were measured. With single queries each step touches the whole (small) histogram and does
 little else, so calling it through the workload costs far more in Python overhead and argument
 checks than in arithmetic (on 256 cells: about 60 us a step, against under 2 us here). The loop
-below performs exactly the step of :func:`~fastmwem.release.state.mw_query_step` (same clipping,
+below performs exactly the step of :func:`~fastmwem.models.state.mw_query_step` (same clipping,
 factor and normalisation) on the query rows, gathered once. With numba installed
 (``pip install "fastmwem[numba]"``) it is compiled; without, the same arithmetic runs in numpy.
 """
@@ -85,7 +85,7 @@ def fit_queries(p: np.ndarray, rows: np.ndarray, targets: np.ndarray, s: float, 
 
     Each step is ``p(x) <- p(x) exp(q(x) (t - <q, p>) / (2 s^2))``, then normalised, where ``t``
     is the measured answer already clipped to ``[low, s]`` and divided by the record count: the
-    step of :func:`~fastmwem.release.state.mw_query_step`. Passes stop once one moves ``p`` by
+    step of :func:`~fastmwem.models.state.mw_query_step`. Passes stop once one moves ``p`` by
     less than ``tolerance`` in L1 (``0``: run them all). Returns the passes run.
 
     Args:

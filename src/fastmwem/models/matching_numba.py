@@ -1,4 +1,4 @@
-"""The compiled loop of :func:`~fastmwem.release._matching.match_marginals` (numba).
+"""The compiled loop of :func:`~fastmwem.models.matching.match_marginals` (numba).
 
 Imported on first use only, so that ``import fastmwem`` does not load numba; without numba,
 importing this module raises ``ImportError``.
