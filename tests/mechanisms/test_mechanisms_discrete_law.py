@@ -203,11 +203,6 @@ def test_attack_rules_out_no_neighbour_of_released_values(integer):
     assert np.all(np.abs(ratio) <= 1.0 + 1e-12)
 
 
-def test_geometric_releases_are_integers_and_exact():
-    out = Geometric(epsilon=1.0).release(np.arange(1_000), rng=19)
-    assert out.dtype.kind == "i"
-
-
 # -- no floating-point sampler on any noise path ------------------------------------------------
 class IntegerOnlyGenerator(np.random.Generator):
     """A generator whose floating-point samplers fail: only bounded integers may be drawn."""

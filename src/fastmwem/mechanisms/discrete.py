@@ -117,8 +117,8 @@ def _laplace_fast(rng: np.random.Generator, s: int, t: int, size: int) -> np.nda
     pending = np.arange(size)
     while pending.size:
         u = rng.integers(0, t, size=pending.size)
-        keep = _bernoulli_exp_array(rng, u, t)
-        pending_u, u = pending[keep], u[keep]
+        kept = np.flatnonzero(_bernoulli_exp_array(rng, u, t))
+        u = u[kept]
         v = _geometric_exp1_array(rng, u.size)
         big = v > (_WORD // t) - 1  # t * v + u would leave int64 (probability ~ exp(-2**10))
         magnitude = np.empty(u.size, dtype=np.int64)
@@ -129,11 +129,10 @@ def _laplace_fast(rng: np.random.Generator, s: int, t: int, size: int) -> np.nda
         magnitude[small] = (u[small] + t * v[small]) // s
         negative = rng.integers(0, 2, size=u.size) == 1
         accept = ~(negative & (magnitude == 0))  # zero would otherwise be counted twice
-        done = pending_u[accept]
-        out[done] = np.where(negative[accept], -magnitude[accept], magnitude[accept])
-        rejected = np.ones(pending.size, dtype=bool)
-        rejected[np.searchsorted(pending, done)] = False
-        pending = pending[rejected]
+        done = np.zeros(pending.size, dtype=bool)
+        done[kept[accept]] = True
+        out[pending[done]] = np.where(negative[accept], -magnitude[accept], magnitude[accept])
+        pending = pending[~done]
     return out
 
 
