@@ -51,6 +51,10 @@ _ARMIJO = 0.5
 # by a float's last bit, so the objective is then as low as float arithmetic can make it.
 _MAX_HALVINGS = 60
 
+# Largest |exponent| before the shift: the step is capped so that eta * |gradient| stays a
+# finite float (a step that large clips nearly every factor to e^-64 anyway).
+_HUGE = 1e300
+
 # Every cell keeps at least this mass: a multiplicative step can never revive a zero.
 _FLOOR = float(np.finfo(np.float64).tiny)
 
@@ -218,6 +222,12 @@ def _prepare(workload: LinearWorkload, measurements: Sequence[Measured], total: 
 def _inner(a: np.ndarray, b: np.ndarray) -> float:
     """``sum(a * b)`` without BLAS (whose threads cost more than they save on a busy machine)."""
     return float(np.einsum("i,i->", a.reshape(-1), b.reshape(-1)))
+
+
+def _largest(gradient: np.ndarray | dict[int, np.ndarray]) -> float:
+    """``max |gradient|`` over the cells (a dense gradient, or per-clique parts)."""
+    parts = gradient.values() if isinstance(gradient, dict) else [gradient]
+    return max(float(np.abs(g).max()) for g in parts)
 
 
 def _clipped_factors(gradient: np.ndarray, eta: float) -> np.ndarray:
@@ -448,11 +458,17 @@ def fit(state: MWState | FactoredState, workload: LinearWorkload,
     done, converged = 0, loss == 0.0
     while not converged and done < iterations:
         gradient = model.gradient(problem.coefficients(answers))
+        largest = _largest(gradient)
+        if largest == 0.0:  # a stationary point
+            converged = True
+            break
         model.begin()
         accepted = False
-        eta *= 2.0
+        eta = min(2.0 * eta, _HUGE / largest)
         for _ in range(_MAX_HALVINGS):
             predicted = model.propose(gradient, eta)  # type: ignore[arg-type]
+            if not predicted > 0.0 and model.movement() == 0.0:
+                break  # no step moves any cell: the gradient is constant over the cells
             if predicted > 0.0 and math.isfinite(predicted):
                 trial = model.answers()
                 trial_loss = problem.loss(trial)
