@@ -257,8 +257,11 @@ class FactoredState:
         Consecutive updates in one clique need no message; a depth-first walk passes each
         message of the tree at most twice per reuse pass.
         """
+        axes = [self._group_axes(workload, g) for g in groups]
+        for a in axes:  # absorbing one group may re-shape the cliques found for another
+            self._clique_for(a)
         rank = self.tree.walk_order()
-        keys = [rank[self._clique_for(self._group_axes(workload, g))] for g in groups]
+        keys = [rank[self._clique_for(a)] for a in axes]
         return sorted(range(len(groups)), key=lambda i: (keys[i], i))
 
     def checkpoint(self) -> tuple[int, dict[int, np.ndarray]]:

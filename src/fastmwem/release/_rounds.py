@@ -190,7 +190,7 @@ def reuse(run: Run, workload: LinearWorkload, tolerance: float, passes: int) -> 
     the updates only go round in a cycle (noisy measurements are never quite consistent),
     further passes change nothing.
     """
-    if not run.measurements:
+    if not run.measurements or not run.updating:  # nothing would move: no structure either
         return 0
     if _compiled_passes(run, passes):
         return _reuse_queries(run, workload, passes, tolerance)

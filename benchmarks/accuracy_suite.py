@@ -1,0 +1,289 @@
+"""fastmwem beside AIM on the suite's tables, with every default chosen leave-one-table-out.
+
+The tables are ``benchmarks/data/suite`` (see its README: ten tables of different shapes, each a
+CSV of codes and a domain). The workload is all 3-way marginals (all 2-way on a table of more
+than 20 columns, as AIM's runs); a run is scored, as AIM's are (``_aim_common.mean_marginal_l1``),
+by the mean L1 distance between normalised marginals of the fitted model and of the data, over all
+2-way and over all 3-way marginals.
+
+A *policy* is a named set of keyword arguments of :func:`fastmwem.release.mwem_with_defaults`
+(``{}`` is the library's defaults). Each policy runs on every table, epsilon and seed; a run is
+cached in ``results/accuracy_suite.json`` (rerunning resumes; ``--policy NAME=JSON`` adds or
+replaces one). Runs are in this process, one after another; a run's CPU time is the process's
+user + system time over the run (every thread), after a warm-up run that compiles the kernels.
+
+**Leave one table out.** For each privacy definition and each table T, the policy is chosen on
+the *other* tables: the one with the smallest mean, over those tables, epsilons, seeds and the two
+marginal orders, of ``log(error / best error of any policy on that table and epsilon)``. Its
+errors on T are the held-out figures; the suite prints them beside AIM's (read from
+``results/aim_suite.json`` and, for NLTCS, ``results/aim_reference.json``) as ratios. The policy
+chosen on all tables at once is what the library's defaults should be.
+
+Run: ``nice -n 10 python benchmarks/accuracy_suite.py [--tables mroz titanic] [--epsilons 0.3 1
+3] [--seeds 0 1 2] [--privacy pure zcdp] [--report-only]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import math
+import os
+import resource
+import sys
+import time
+import warnings
+
+import numpy as np
+from _aim_common import RESULTS, machine, mean_marginal_l1, write_json_atomic
+
+from fastmwem.data import Dataset, Domain
+from fastmwem.workloads import Marginals
+
+SUITE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "suite")
+OUT = os.path.join(RESULTS, "accuracy_suite.json")
+DELTA = 1e-9
+#: A table with more columns than this is scored and fitted on 2-way marginals (as AIM's runs).
+MAX_THREE_WAY_COLUMNS = 20
+#: The policies tried for each privacy definition (keyword arguments of mwem_with_defaults).
+POLICIES: dict[str, dict[str, dict[str, object]]] = {
+    "pure": {"pure-default": {}, "pure-adaptive": {"rounds": "adaptive"}},
+    "zcdp": {"zcdp-default": {}, "zcdp-r25": {"rounds": 25}, "zcdp-r50": {"rounds": 50},
+             "zcdp-adaptive": {"rounds": "adaptive"}},
+}
+ORDERS = ("mean_l1_2way", "mean_l1_3way")
+
+
+def tables() -> list[str]:
+    """The suite's table names, smallest first (by rows)."""
+    names = sorted(f[:-len("-domain.json")] for f in os.listdir(SUITE) if f.endswith("-domain.json"))
+    return sorted(names, key=lambda n: os.path.getsize(os.path.join(SUITE, f"{n}.csv.gz")))
+
+
+def load(name: str) -> Dataset:
+    """One suite table: its codes and its domain."""
+    with open(os.path.join(SUITE, f"{name}-domain.json"), encoding="utf-8") as fh:
+        sizes = json.load(fh)
+    domain = Domain(list(sizes), list(sizes.values()))
+    with gzip.open(os.path.join(SUITE, f"{name}.csv.gz"), "rt", encoding="utf-8") as fh:
+        header = fh.readline().strip().split(",")
+        codes = np.loadtxt(fh, delimiter=",", dtype=np.int64, ndmin=2)
+    if header != list(sizes):
+        raise SystemExit(f"{name}: the CSV's columns are not the domain's")
+    return Dataset(codes, domain)
+
+
+def order_of(data: Dataset) -> int:
+    return 3 if len(data.domain) <= MAX_THREE_WAY_COLUMNS else 2
+
+
+def run_once(data: Dataset, privacy: str, epsilon: float, seed: int,
+             options: dict[str, object]) -> dict[str, object]:
+    """One fastmwem run: its errors, CPU and wall seconds, and what the defaults chose."""
+    from fastmwem.release import mwem_with_defaults
+
+    workload = Marginals.all_kway(data.domain, order_of(data))
+    budget: dict[str, object] = {"epsilon": epsilon, "privacy": privacy}
+    if privacy == "zcdp":
+        budget["delta"] = DELTA
+    before, started = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a seeded run warns that it is not private
+        try:
+            result = mwem_with_defaults(data, workload, rng=seed, **budget, **options)
+        except (TypeError, ValueError) as error:  # an option this fastmwem does not take
+            return {"status": "rejected", "error": str(error)[:300]}
+    after, wall = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter() - started
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+    def estimate(attrs: tuple[str, ...]) -> np.ndarray:
+        return result.answer(Marginals(data.domain, [attrs]))
+
+    choices = result.choices
+    return {"status": "ok", "cpu_seconds": cpu, "wall_seconds": wall,
+            "mean_l1_2way": mean_marginal_l1(data, estimate, 2),
+            "mean_l1_3way": mean_marginal_l1(data, estimate, 3),
+            "rounds": None if choices is None else choices.rounds,
+            "adaptive": None if choices is None else choices.adaptive}
+
+
+def aim_results() -> dict[tuple[str, float], dict[str, object]]:
+    """AIM's cached runs by (table, epsilon): the mean of its ok runs, or its status."""
+    found: dict[tuple[str, float], list[dict[str, object]]] = {}
+    for name in ("aim_suite.json", "aim_reference.json"):
+        path = os.path.join(RESULTS, name)
+        if not os.path.exists(path):
+            continue
+        with open(path, encoding="utf-8") as fh:
+            for run in json.load(fh).get("runs", []):
+                found.setdefault((str(run["dataset"]), float(run["epsilon"])), []).append(run)
+    out: dict[tuple[str, float], dict[str, object]] = {}
+    for key, runs in found.items():
+        ok = [r for r in runs if r.get("status") == "ok"]
+        if not ok:
+            out[key] = {"status": runs[-1].get("status", "missing")}
+            continue
+        out[key] = {"status": "ok", **{m: float(np.mean([float(r[m]) for r in ok]))
+                                       for m in (*ORDERS, "cpu_seconds")}}
+    return out
+
+
+def _mean_errors(runs: list[dict], table: str, policy: str, eps: float) -> dict[str, float] | None:
+    hits = [r for r in runs if r["table"] == table and r["policy"] == policy
+            and r["epsilon"] == eps and r.get("status") == "ok"]
+    if not hits:
+        return None
+    return {m: float(np.mean([r[m] for r in hits])) for m in (*ORDERS, "cpu_seconds")}
+
+
+def regret(runs: list[dict], names: list[str], tables_: list[str], epsilons: list[float]
+           ) -> dict[str, float]:
+    """Each policy's mean log error ratio to the best policy, over tables, epsilons and orders."""
+    scores: dict[str, list[float]] = {p: [] for p in names}
+    for table in tables_:
+        for eps in epsilons:
+            means = {p: _mean_errors(runs, table, p, eps) for p in names}
+            if not means or any(v is None for v in means.values()):
+                continue  # compare policies only where every one of them ran
+            for metric in ORDERS:
+                best = min(v[metric] for v in means.values() if v is not None)
+                for p, v in means.items():
+                    if v is not None and best > 0:
+                        scores[p].append(math.log(v[metric] / best))
+    return {p: float(np.mean(s)) if s else math.inf for p, s in scores.items()}
+
+
+def held_out(runs: list[dict], privacy: str, tables_: list[str], epsilons: list[float],
+             aim: dict[tuple[str, float], dict[str, object]]) -> dict[str, object]:
+    """The leave-one-table-out choice and its held-out ratios to AIM, per table and epsilon."""
+    names = [p for p in POLICIES[privacy] if any(r["policy"] == p for r in runs)]
+    rows: list[dict[str, object]] = []
+    if not names:
+        return {"privacy": privacy, "rows": rows, "in_sample_scores": {},
+                "winner_on_all_tables": None}
+    for table in tables_:
+        others = [t for t in tables_ if t != table]
+        scores = regret(runs, names, others, epsilons)
+        chosen = min(names, key=lambda p: scores[p])
+        for eps in epsilons:
+            mine = _mean_errors(runs, table, chosen, eps)
+            ref = aim.get((table, eps), {"status": "missing"})
+            row: dict[str, object] = {"table": table, "epsilon": eps, "policy": chosen,
+                                      "aim_status": ref["status"]}
+            if mine is not None:
+                row.update({f"fastmwem_{m}": mine[m] for m in (*ORDERS, "cpu_seconds")})
+            if mine is not None and ref["status"] == "ok":
+                for m in ORDERS:
+                    row[f"ratio_{m}"] = mine[m] / float(ref[m])  # type: ignore[arg-type]
+                row["cpu_ratio"] = float(ref["cpu_seconds"]) / max(mine["cpu_seconds"], 1e-9)  # type: ignore[arg-type]
+            rows.append(row)
+    overall = regret(runs, names, tables_, epsilons)
+    return {"privacy": privacy, "rows": rows, "in_sample_scores": overall,
+            "winner_on_all_tables": min(names, key=lambda p: overall[p]) if names else None}
+
+
+def plot(reports: list[dict], path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(reports), figsize=(6 * len(reports), 4.5), squeeze=False)
+    for ax, report in zip(axes[0], reports):
+        rows = [r for r in report["rows"] if "ratio_mean_l1_3way" in r]
+        labels = sorted({r["table"] for r in rows})
+        epsilons = sorted({r["epsilon"] for r in rows})
+        width = 0.8 / max(len(epsilons), 1)
+        for j, eps in enumerate(epsilons):
+            values = [next((r["ratio_mean_l1_3way"] for r in rows
+                            if r["table"] == t and r["epsilon"] == eps), np.nan) for t in labels]
+            ax.bar(np.arange(len(labels)) + j * width, values, width, label=f"eps {eps:g}")
+        ax.axhline(1.0 if report["privacy"] == "zcdp" else 1.2, color="k", lw=1, ls="--")
+        ax.set_xticks(np.arange(len(labels)) + 0.4 - width / 2, labels, rotation=45, ha="right")
+        ax.set_ylabel("held-out error / AIM's (mean L1, top order)")
+        ax.set_title(f"{report['privacy']}: policy chosen on the other tables")
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--tables", nargs="+", default=None)
+    parser.add_argument("--epsilons", nargs="+", type=float, default=[0.3, 1.0, 3.0])
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    parser.add_argument("--privacy", nargs="+", choices=sorted(POLICIES), default=sorted(POLICIES))
+    parser.add_argument("--policy", action="append", default=[],
+                        help="NAME=JSON: a policy (keyword arguments), added to its definition's "
+                             "list (the name starts with 'pure' or 'zcdp')")
+    parser.add_argument("--only", nargs="+", default=None, help="run only these policies")
+    parser.add_argument("--report-only", action="store_true")
+    parser.add_argument("--out", default=OUT)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    for text in args.policy:
+        name, _, options = text.partition("=")
+        family = name.split("-")[0]
+        if family not in POLICIES or not options:
+            raise SystemExit(f"--policy must be NAME=JSON with NAME starting pure- or zcdp-: {text!r}")
+        POLICIES[family][name] = json.loads(options)
+    names = args.tables or tables()
+    previous = json.load(open(args.out, encoding="utf-8")) if os.path.exists(args.out) else {}
+    runs: list[dict] = list(previous.get("runs", []))
+    done = {(r["table"], r["policy"], r["epsilon"], r["seed"], json.dumps(r["options"], sort_keys=True))
+            for r in runs}
+
+    def save() -> list[dict]:
+        aim = aim_results()
+        reports = [held_out(runs, p, names, args.epsilons, aim) for p in args.privacy]
+        write_json_atomic(args.out, {
+            "benchmark": "accuracy_suite: fastmwem (policies chosen leave-one-table-out) beside AIM",
+            "machine": machine(), "delta": DELTA, "policies": POLICIES, "runs": runs,
+            "held_out": reports})
+        return reports
+
+    if not args.report_only:
+        warm = load(names[0])
+        run_once(warm, "pure", 1.0, 0, {})  # compiles the kernels outside every measured run
+        for table in names:
+            data = load(table)
+            for privacy in args.privacy:
+                for policy, options in POLICIES[privacy].items():
+                    if args.only and policy not in args.only:
+                        continue
+                    for eps in args.epsilons:
+                        for seed in args.seeds:
+                            key = (table, policy, eps, seed, json.dumps(options, sort_keys=True))
+                            if key in done:
+                                continue
+                            measured = run_once(data, privacy, eps, seed, options)
+                            runs[:] = [r for r in runs if (r["table"], r["policy"], r["epsilon"],
+                                                           r["seed"]) != key[:4]]
+                            runs.append({"table": table, "policy": policy, "privacy": privacy,
+                                         "epsilon": eps, "seed": seed, "options": options,
+                                         **measured})
+                            print(f"{table:>10} {policy:>16} eps {eps:<4g} seed {seed} "
+                                  f"{measured.get('mean_l1_3way', measured['status'])} "
+                                  f"{measured.get('cpu_seconds', 0):.1f} s", flush=True)
+                            done.add(key)
+                save()
+    reports = save()
+    for report in reports:
+        print(f"\n{report['privacy']}: winner on all tables {report['winner_on_all_tables']}")
+        print(f"{'table':>10} {'eps':>4} {'policy':>16} {'2-way x AIM':>11} {'3-way x AIM':>11} "
+              f"{'AIM cpu x':>9}")
+        for r in report["rows"]:
+            def cell(key: str, fmt: str = "{:.2f}", r: dict = r) -> str:
+                return fmt.format(r[key]) if key in r else str(r.get("aim_status", "-"))
+            print(f"{r['table']:>10} {r['epsilon']:>4g} {r['policy']:>16} "
+                  f"{cell('ratio_mean_l1_2way'):>11} {cell('ratio_mean_l1_3way'):>11} "
+                  f"{cell('cpu_ratio', '{:.0f}'):>9}")
+    plot(reports, os.path.splitext(args.out)[0] + ".png")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
