@@ -3,11 +3,11 @@
 import numpy as np
 import pytest
 
-import fastmwem.release.defaults as defaults
 from fastmwem.accounting import Accountant, BudgetExceededError, PureDP
 from fastmwem.data import Dataset, Domain
 from fastmwem.release import MWEMConfig, mwem_privacy_plan
-from fastmwem.release.plan import plan_mwem
+from fastmwem.release.mwem import auto as defaults
+from fastmwem.release.mwem.plan import plan_mwem
 from fastmwem.workloads import Marginals
 from tests.release._auto import run_with_defaults
 

@@ -25,7 +25,7 @@ worth measuring only where its error exceeds the noise a measurement would add. 
 weigh each measurement by its precision (``(sigma_min / sigma_i)^2``, as a least-squares fit
 weighs Gaussian measurements) with a larger step than the paper's (``ADAPTIVE_STEP``), at
 most ``ADAPTIVE_REUSE_PASSES`` a round. The record count is refined as measurements come in
-(:class:`~fastmwem.release._rounds.TotalEstimate`): every marginal sums to it.
+(:class:`~fastmwem.release.mwem.rounds.TotalEstimate`): every marginal sums to it.
 
 Privacy. Every decision reads only released values (the noisy measurements, the synthetic
 distribution fitted to them) and public ones (noise scales, the domain): post-processing. The

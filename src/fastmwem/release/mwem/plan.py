@@ -15,22 +15,23 @@ from typing import TYPE_CHECKING
 
 from fastmwem._validation import check_int, check_memory
 from fastmwem.accounting import PrivacyEvent
-from fastmwem.release._model import (
+from fastmwem.release._privacy import ZCDPDefinition, check_zcdp_workload
+from fastmwem.release.mwem.resources import MWEMResources, mwem_resources
+from fastmwem.release.mwem.setup import (
+    MWEMSetup,
     candidate_kind,
     candidate_workload,
     check_dataset,
     choose_model,
     only_supersets,
+    prepare,
     within_cap,
 )
-from fastmwem.release._privacy import ZCDPDefinition, check_zcdp_workload
-from fastmwem.release._setup import MWEMSetup, prepare
-from fastmwem.release.resources import MWEMResources, mwem_resources
 from fastmwem.release.selection import RoundSelection
 from fastmwem.workloads.base import LinearWorkload
 
 if TYPE_CHECKING:
-    from fastmwem.release.config import MWEMConfig
+    from fastmwem.release.mwem.config import MWEMConfig
 
 __all__ = ["MWEMPlan", "plan_mwem", "check_run_inputs", "mwem_privacy_plan", "plan_setup"]
 
@@ -44,7 +45,7 @@ class MWEMPlan:
         workload: the workload asked for.
         model: ``"dense"``, ``"junction-tree"`` or ``"product"``.
         measured: the workload the rounds select from (the asked one, or its candidates).
-        setup: the selection and measurement set-up (:class:`~fastmwem.release._setup.MWEMSetup`).
+        setup: the selection and measurement set-up (:class:`~fastmwem.release.mwem.setup.MWEMSetup`).
         events: the ``(event, label)`` pairs the run charges, exactly.
         resources: the memory and time the run needs.
         memory_limit: the bytes the run may use (``None``: the machine's).
@@ -100,7 +101,7 @@ def mwem_privacy_plan(config: MWEMConfig, workload: LinearWorkload, *,
     they are discrete Gaussian (:class:`~fastmwem.accounting.ZCDP`) and the plan's rhos add up to
     at most the budget. An adaptive run (``rounds=None``) charges its rounds as one ceiling, the
     budget left after the count and the start; each round is then charged within it
-    (:mod:`fastmwem.release.annealing`).
+    (:mod:`fastmwem.release.mwem.annealing`).
     """
     if model is None:
         model = choose_model(config, workload)

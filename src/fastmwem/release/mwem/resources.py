@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from fastmwem.release.config import FINAL_PASSES_FACTORED
+from fastmwem.release.mwem.config import FINAL_PASSES_FACTORED
 from fastmwem.workloads.base import LinearWorkload
 
 if TYPE_CHECKING:
-    from fastmwem.release.config import MWEMConfig
+    from fastmwem.release.mwem.config import MWEMConfig
 
 __all__ = ["MWEMResources", "mwem_resources"]
 

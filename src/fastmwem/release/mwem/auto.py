@@ -14,7 +14,7 @@ number of candidate groups, at least 1) for which the ratio ``2 T C / (eps_r n)`
 ``NOISE_SHARE``, with ``C`` the mean group size (for a factored model, which selects among
 marginals of every size with a per-cell penalty, the smallest candidate's): with few records
 per cell, fewer and more accurate measurements. Default runs also test the first measurement (``noise_test``, see
-:mod:`fastmwem.release.noise`): if it lies within its noise of the uniform start, the output
+:mod:`fastmwem.release.mwem.rounds`): if it lies within its noise of the uniform start, the output
 stays uniform.
 """
 
@@ -35,15 +35,16 @@ from fastmwem.data.domain import Domain
 from fastmwem.mechanisms.seeding import check_rng
 from fastmwem.models.state import MAX_RECORDS
 from fastmwem.random import RNGLike, make_rng
-from fastmwem.release._model import check_release_inputs
 from fastmwem.release._privacy import (
     PrivacyDefinition,
     PureDefinition,
     definition_of,
 )
-from fastmwem.release.annealing import noise_std
-from fastmwem.release.mwem import MWEMConfig, mwem
-from fastmwem.release.plan import check_run_inputs, plan_mwem, plan_setup
+from fastmwem.release.mwem.annealing import noise_std
+from fastmwem.release.mwem.config import MWEMConfig
+from fastmwem.release.mwem.plan import check_run_inputs, plan_mwem, plan_setup
+from fastmwem.release.mwem.run import mwem
+from fastmwem.release.mwem.setup import check_release_inputs
 from fastmwem.release.result import MWEMChoices, MWEMResult
 from fastmwem.release.selection.candidates import superset_workload
 from fastmwem.workloads.base import LinearWorkload
@@ -52,7 +53,7 @@ if TYPE_CHECKING:
     from fastmwem.data.sources.base import MarginalSource
 
 __all__ = ["mwem_with_defaults", "mwem_auto", "check_options", "MWEMChoices", "default_workload_spec", "default_rounds",
-           "superset_rounds", "use_adaptive",
+           "superset_rounds", "zcdp_superset_rounds", "use_adaptive",
            "ADAPTIVE_MIN_RHO_N2",
            "DEFAULT_ORDER", "MAX_DEFAULT_ROUNDS", "NOISE_SHARE", "NOISE_TEST_ALPHA",
            "SUPERSET_ROUNDS_SCALE", "SUPERSET_ROUNDS_POWER", "SUPERSET_MIN_ROUNDS",
@@ -225,7 +226,7 @@ def mwem_with_defaults(
     released count.
 
     Rounds. ``None`` (the default) chooses them: under zCDP adaptively (budget annealing,
-    :mod:`fastmwem.release.annealing`) when the model is dense and :func:`use_adaptive` says
+    :mod:`fastmwem.release.mwem.annealing`) when the model is dense and :func:`use_adaptive` says
     so from the budget and the released count, else ``MAX_DEFAULT_ROUNDS`` fixed rounds (on
     adult's junction tree, annealing scored 0.276 mean 3-way L1 at epsilon 1 against 0.174
     for fixed rounds); under pure DP by the rounds rule of this module, with

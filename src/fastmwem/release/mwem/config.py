@@ -30,7 +30,7 @@ from fastmwem.release._privacy import (
     PureDefinition,
     definition_of,
 )
-from fastmwem.release.annealing import INITIAL_ROUNDS_PER_ATTRIBUTE, split_round
+from fastmwem.release.mwem.annealing import INITIAL_ROUNDS_PER_ATTRIBUTE, split_round
 from fastmwem.release.selection import resolve_selection
 from fastmwem.release.selection.candidates import CANDIDATE_SETS
 
@@ -76,7 +76,7 @@ class MWEMConfig:
         epsilon: total privacy budget: pure ``epsilon``-DP, or with ``privacy="zcdp"`` and
             ``delta`` the ``(epsilon, delta)``-DP guarantee whose zCDP budget the run spends.
         rounds: number of rounds T (selections and measurements), or ``None`` for adaptive
-            rounds and budget (:mod:`fastmwem.release.annealing`: AIM's budget annealing;
+            rounds and budget (:mod:`fastmwem.release.mwem.annealing`: AIM's budget annealing;
             rounds continue until the budget is spent, the last one taking exactly what is
             left).
         privacy: ``"pure"`` (epsilon-DP: Laplace measurements) or ``"zcdp"`` (zero-concentrated
@@ -131,13 +131,13 @@ class MWEMConfig:
             ``count_fraction`` of the budget on a noisy count.
         total_std: the standard deviation of the noise of a released ``total`` (public), so
             that the run refines it with its measurements of whole marginals, which each sum
-            to the record count (:class:`~fastmwem.release._rounds.TotalEstimate`; a noisy
+            to the record count (:class:`~fastmwem.release.mwem.rounds.TotalEstimate`; a noisy
             count released inside the run is refined alike); ``None``: ``total`` is exact.
         count_fraction: share of epsilon spent on the noisy record count when ``total`` is None.
         noise_test: ``None`` (the default) or a significance level in (0, 1) (pure DP with
             fixed rounds only): if the first
             round's measurement lies within its Laplace noise of the starting distribution's
-            answers at that level (:func:`~fastmwem.release.noise.within_noise`), no update is
+            answers at that level (:func:`~fastmwem.release.mwem.rounds.within_noise`), no update is
             made in any round and the output is the start. Post-processing: it reads only the
             noisy measurement and the synthetic distribution, so it costs no privacy.
         model: the synthetic distribution: ``"dense"`` (a vector over every cell),
