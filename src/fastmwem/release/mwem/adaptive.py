@@ -136,7 +136,7 @@ class AdaptiveRun:
         run, setup, workload = self.run, self.run.setup, self.workload
         left = int(np.count_nonzero(self.available))
         budget = self.schedule.next_round(last=self.config.excludes_measured and left <= 1)
-        selection = self.config.round_selection
+        selection = self.run.setup.selection  # bound by the plan
         self.schedule.charge([
             (selection.event(Fraction(budget.select)), f"round {t}: select ({selection.name})"),
             (self.config.definition.event(budget.measure), f"round {t}: measure"),

@@ -42,8 +42,8 @@ from fastmwem.release._privacy import (
 )
 from fastmwem.release.mwem.annealing import noise_std
 from fastmwem.release.mwem.config import MWEMConfig
-from fastmwem.release.mwem.plan import check_run_inputs, plan_mwem, plan_setup
-from fastmwem.release.mwem.run import mwem
+from fastmwem.release.mwem.plan import Candidates, check_run_inputs, plan_mwem, plan_setup
+from fastmwem.release.mwem.run import run_plan
 from fastmwem.release.mwem.setup import check_release_inputs
 from fastmwem.release.result import MWEMChoices, MWEMResult
 from fastmwem.release.selection.candidates import superset_workload
@@ -300,31 +300,35 @@ def mwem_with_defaults(
 
     schema = run_options.get("schema")
     count_event = [(definition.event(count_share), "record count")] if count_share else []
+    # The candidates every plan below selects from, built once for all of them (the lazy
+    # selection's index among them) and handed on to the run's own plan.
+    shared: list[Candidates] = []
 
     def check(t: int | None, settings: dict[str, Any] = config) -> None:
         # Every check mwem() makes before its charge, and the accountant's room for the count
         # and this plan, exactly; nothing is run or charged.
-        planned = plan_mwem(MWEMConfig(**settings, rounds=t), workload, limit)
+        planned = plan_mwem(MWEMConfig(**settings, rounds=t), workload, limit, shared=shared)
         check_run_inputs(planned, dataset, schema)
         accountant.check_fits([*count_event, *planned.events])
 
     check_release_inputs(dataset, workload)
     model, _, setup = plan_setup(MWEMConfig(**config, rounds=None if adaptive else 1), workload,
-                                 limit)
+                                 limit, shared=shared)
     if not passes_given and (pure or model != "dense"):
         config["reuse_passes"] = AUTO_REUSE_PASSES
     ceiling = None
     if adaptive or undecided:
         check(None)
-        model = plan_setup(MWEMConfig(**config, rounds=None), workload, limit)[0]
+        model = plan_setup(MWEMConfig(**config, rounds=None), workload, limit, shared=shared)[0]
     if not adaptive:
-        model, _, setup = plan_setup(MWEMConfig(**config, rounds=1), workload, limit)
+        model, _, setup = plan_setup(MWEMConfig(**config, rounds=1), workload, limit,
+                                     shared=shared)
         check(1 if rounds is None else fixed)
         ceiling = min(MAX_DEFAULT_ROUNDS, setup.n_candidates) if fixed is None else fixed
         if ceiling > 1:
             check(ceiling)
     # Superset candidates, if the rule may choose them: checked now, before the count's charge.
-    superset = (_superset_option(config, workload, model, limit, check, privacy)
+    superset = (_superset_option(config, workload, model, limit, check, shared)
                 if by_rule or undecided else None)
     # +1: check_rng warns from one frame below this one (the caller may be the alias).
     provenance = check_rng(rng, "mwem", stacklevel=_outside_stacklevel() + 1)
@@ -364,8 +368,13 @@ def mwem_with_defaults(
         config = {**config, "total_std": noise_std(counter)}
     if before_rounds is not None:
         before_rounds(float(total))
-    result = mwem(dataset, workload, rounds=fixed, rng=generator, accountant=accountant,
-                  **{**config, "total": total}, **run_options)
+    # mwem() with the candidates planned above: checked before the count's charge, so that
+    # nothing fails now that could have been checked then.
+    planned = plan_mwem(MWEMConfig(**{**config, "total": total}, rounds=fixed), workload, limit,
+                        shared=shared)
+    check_run_inputs(planned, dataset, schema)
+    result = run_plan(planned, dataset, accountant, generator, schema=schema,
+                      progress=run_options.get("progress"))
     spent = Fraction(count_share) + _charged(result, definition)
     result = dataclasses.replace(result, guarantee=definition.guarantee(spent))
     result = dataclasses.replace(result, rng_provenance=provenance)  # of rng, not of generator
@@ -404,8 +413,8 @@ def mwem_auto(dataset: object, workload: LinearWorkload, **kwargs: Any
 
 
 def _superset_option(config: dict[str, Any], workload: LinearWorkload, model: str,
-                     limit: int | None, check: Callable[..., None], privacy: str
-                     ) -> tuple[dict[str, Any], int, float] | None:
+                     limit: int | None, check: Callable[..., None],
+                     shared: list[Candidates]) -> tuple[dict[str, Any], int, float] | None:
     """A dense run's superset settings, its rounds ceiling and cells per candidate.
 
     ``None`` unless the candidates are left to the default and the workload has supersets
@@ -418,7 +427,8 @@ def _superset_option(config: dict[str, Any], workload: LinearWorkload, model: st
     settings = {**config, "candidates": "supersets"}
     if settings.get("select_fraction") is None:
         settings["select_fraction"] = SUPERSET_SELECT_FRACTION
-    setup = plan_setup(MWEMConfig(**settings, rounds=1), workload, limit)[2]
+    setup = plan_setup(MWEMConfig(**settings, rounds=1), workload, limit,
+                       shared=shared)[2]
     top = min(MAX_SUPERSET_ROUNDS, setup.n_candidates)
     for t in sorted({1, top}):
         check(t, settings)

@@ -33,7 +33,8 @@ from fastmwem.workloads.base import LinearWorkload
 if TYPE_CHECKING:
     from fastmwem.release.mwem.config import MWEMConfig
 
-__all__ = ["MWEMPlan", "plan_mwem", "check_run_inputs", "mwem_privacy_plan", "plan_setup"]
+__all__ = ["MWEMPlan", "Candidates", "plan_mwem", "check_run_inputs", "mwem_privacy_plan",
+           "plan_setup"]
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,10 @@ class MWEMPlan:
         workload: the workload asked for.
         model: ``"dense"``, ``"junction-tree"`` or ``"product"``.
         measured: the workload the rounds select from (the asked one, or its candidates).
-        setup: the selection and measurement set-up (:class:`~fastmwem.release.mwem.setup.MWEMSetup`).
+        setup: the selection and measurement set-up
+            (:class:`~fastmwem.release.mwem.setup.MWEMSetup`); its ``selection`` is bound to
+            ``measured`` (for ``selection="lazy"``, the index the run searches is built here,
+            once).
         events: the ``(event, label)`` pairs the run charges, exactly.
         resources: the memory and time the run needs.
         memory_limit: the bytes the run may use (``None``: the machine's).
@@ -61,9 +65,52 @@ class MWEMPlan:
     memory_limit: int | None = None
 
 
+@dataclass(frozen=True)
+class Candidates:
+    """What the rounds of a planned run select from, built once from public input.
+
+    Plans of other configurations of one workload (the automatic defaults plan several) take
+    them over when they select from the same candidates with an equal selection, so that what
+    the selection builds (the lazy selection's index) is built once: see ``shared`` in
+    :func:`plan_mwem`.
+
+    Attributes:
+        workload: the workload asked for.
+        kind: the candidate set (``MWEMConfig.candidates`` resolved: ``"workload"``,
+            ``"closure"`` or ``"supersets"``).
+        model: the run's model.
+        adaptive: whether the run's rounds are adaptive (``rounds=None``).
+        measured: the workload whose groups (or queries) the rounds select from.
+        selection: the round selection, bound to ``measured``.
+    """
+
+    workload: LinearWorkload
+    kind: str
+    model: str
+    adaptive: bool
+    measured: LinearWorkload
+    selection: RoundSelection
+
+    def serves(self, config: MWEMConfig, workload: LinearWorkload, model: str) -> bool:
+        """Whether a run of ``config`` on ``workload`` with ``model`` selects from these."""
+        return (self.workload is workload and self.model == model
+                and self.adaptive == config.adaptive
+                and self.kind == candidate_kind(config, workload, model)
+                and bool(self.selection == config.round_selection))
+
+
 def plan_mwem(config: MWEMConfig, workload: LinearWorkload,
-              memory_limit: int | None = None) -> MWEMPlan:
+              memory_limit: int | None = None, *,
+              shared: list[Candidates] | None = None) -> MWEMPlan:
     """Plan a run of ``config`` on ``workload``: every check it needs before the charge.
+
+    Args:
+        config: the run's configuration.
+        workload: the workload asked for.
+        memory_limit: the bytes the run may use (``None``: the machine's).
+        shared: the candidates planned before by other configurations of ``workload`` (see
+            :class:`Candidates`): the plan takes over the ones it selects from, or else adds
+            its own. ``None``: nothing is shared, and everything is built for this plan.
 
     Raises:
         ValueError: the run cannot be carried out as configured (named), or would need more
@@ -71,12 +118,12 @@ def plan_mwem(config: MWEMConfig, workload: LinearWorkload,
     """
     if memory_limit is not None:
         check_int(memory_limit, "memory_limit", minimum=1)
-    model, measured, setup = plan_setup(config, workload, memory_limit)
+    model, measured, setup = plan_setup(config, workload, memory_limit, shared=shared)
     _check_run(config, setup, measured)
     resources = mwem_resources(config, measured, model=model)
     check_memory(resources.memory_bytes, f"MWEM ({model}) on {resources.cells} cells",
                  memory_limit)
-    events = tuple(mwem_privacy_plan(config, workload, model=model))
+    events = tuple(mwem_privacy_plan(config, workload, model=model, selection=setup.selection))
     return MWEMPlan(config, workload, model, measured, setup, events, resources, memory_limit)
 
 
@@ -88,12 +135,15 @@ def check_run_inputs(plan: MWEMPlan, dataset: object, schema: object = None) -> 
 
 
 def mwem_privacy_plan(config: MWEMConfig, workload: LinearWorkload, *,
-                      model: str | None = None) -> list[tuple[PrivacyEvent, str]]:
+                      model: str | None = None, selection: RoundSelection | None = None
+                      ) -> list[tuple[PrivacyEvent, str]]:
     """The ordered list of ``(event, label)`` an MWEM run charges; it depends only on public input.
 
     ``model`` is the run's model (default: :func:`choose_model` on this machine's memory); it
     sets the default split of each round between selection and measurement, and names the noisy
-    start (a histogram when dense, the 1-way marginals when factored).
+    start (a histogram when dense, the 1-way marginals when factored). ``selection`` is the
+    planned run's selection, bound to its candidates (default ``config.round_selection``; an
+    unbound lazy selection with ``allow_uncertified`` records its rounds as uncertified).
 
     Selection rounds are :class:`~fastmwem.accounting.BoundedRange` (exponential mechanism) or
     :class:`~fastmwem.accounting.PureDP` (permute-and-flip). Pure DP: counts and measurements
@@ -106,7 +156,8 @@ def mwem_privacy_plan(config: MWEMConfig, workload: LinearWorkload, *,
     if model is None:
         model = choose_model(config, workload)
     split = config.budget_split(model, rounds=config.round_count(len(workload.domain)))
-    selection: RoundSelection = config.round_selection
+    if selection is None:
+        selection = config.round_selection
     definition = config.definition
     noise, event = definition.noise, definition.event
 
@@ -128,16 +179,27 @@ def mwem_privacy_plan(config: MWEMConfig, workload: LinearWorkload, *,
     return plan
 
 
-def plan_setup(config: MWEMConfig, workload: LinearWorkload, memory_limit: int | None = None
+def plan_setup(config: MWEMConfig, workload: LinearWorkload, memory_limit: int | None = None,
+               *, shared: list[Candidates] | None = None
                ) -> tuple[str, LinearWorkload, MWEMSetup]:
     """The public plan of a run: its model, the workload it measures, and the candidates.
 
     Reads only public input (the configuration, the workload, the domain and the memory).
+    ``shared`` is as in :func:`plan_mwem`.
     """
     model = choose_model(config, workload, memory_limit)
-    measured = candidate_workload(config, workload, model)
-    setup = prepare(config, measured, model)
-    if measured is not workload and candidate_kind(config, workload, model) == "supersets":
+    kind = candidate_kind(config, workload, model)
+    found = next((c for c in shared or () if c.serves(config, workload, model)), None)
+    if found is None:
+        measured = candidate_workload(config, workload, model)
+        setup = prepare(config, measured, model)
+        if shared is not None:
+            shared.append(Candidates(workload, kind, model, config.adaptive, measured,
+                                     setup.selection))
+    else:
+        measured = found.measured
+        setup = prepare(config, measured, model, found.selection)
+    if measured is not workload and kind == "supersets":
         setup = only_supersets(setup, measured, workload)
     if model != "dense":
         setup = within_cap(setup, measured, config.max_clique_cells)

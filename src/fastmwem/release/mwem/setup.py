@@ -40,7 +40,7 @@ from fastmwem.workloads.base import MAX_QUERY_VALUE, LinearWorkload, groups_of_q
 if TYPE_CHECKING:
     from fastmwem.release.mwem.config import MWEMConfig
 
-__all__ = ["MWEMSetup", "prepare", "check_workload", "check_release_inputs", "check_dataset",
+__all__ = ["MWEMSetup", "prepare", "bound_selection", "check_workload", "check_release_inputs", "check_dataset",
            "choose_model", "candidate_workload", "candidate_kind", "only_supersets",
            "within_cap", "worth_measuring", "candidate_groups", "selectable"]
 
@@ -116,7 +116,8 @@ def check_workload(workload: LinearWorkload) -> tuple[np.ndarray, float, np.ndar
     return offsets.astype(np.int64, copy=False), s, groups
 
 
-def prepare(config: MWEMConfig, workload: LinearWorkload, model: str = "dense") -> MWEMSetup:
+def prepare(config: MWEMConfig, workload: LinearWorkload, model: str = "dense",
+            selection: RoundSelection | None = None) -> MWEMSetup:
     """Build the selection and measurement set-up of a run from public input only.
 
     ``measure="auto"`` selects groups when some group holds more than one query, else single
@@ -124,6 +125,10 @@ def prepare(config: MWEMConfig, workload: LinearWorkload, model: str = "dense") 
     there is nothing to learn) are never selected, nor are their queries in query mode. Every
     mechanism is constructed here, so that a noise scale that is not finite is refused before
     the budget is charged.
+
+    The set-up holds the round selection bound to ``workload`` (:func:`bound_selection`):
+    ``selection`` when given (one bound before, by a plan of another configuration), else
+    ``config.round_selection``.
     """
     offsets, s, group_sens = check_workload(workload)
     measure = config.measure
@@ -143,7 +148,8 @@ def prepare(config: MWEMConfig, workload: LinearWorkload, model: str = "dense") 
         # A query in a group of sensitivity 0 is all zero too: never worth a round.
         candidates &= np.repeat(group_sens > 0, np.diff(offsets))
     score_sensitivity = float(sensitivities.max())
-    selection = config.round_selection
+    selection = bound_selection(config.round_selection if selection is None else selection,
+                                workload)
     selection.check(workload, epsilon=split["select"], group_mode=group_mode,
                     sensitivities=sensitivities)
     # The largest measurement's noise must stay finite; smaller sensitivities then do too.
@@ -160,6 +166,21 @@ def prepare(config: MWEMConfig, workload: LinearWorkload, model: str = "dense") 
     with np.errstate(over="ignore"):
         penalties = np.minimum(float(penalty) * cells, SCORE_CAP)
     return MWEMSetup(group_mode, offsets, sensitivities, candidates, penalties, selection)
+
+
+def bound_selection(selection: RoundSelection, workload: LinearWorkload) -> RoundSelection:
+    """``selection`` with what it builds from ``workload`` built (its ``bind``, if it has one).
+
+    The lazy selection builds its top-k oracle here, once per plan, from the public workload.
+    """
+    bind = getattr(selection, "bind", None)
+    if not callable(bind):
+        return selection
+    bound = bind(workload)
+    if not isinstance(bound, RoundSelection):
+        raise TypeError(f"selection {selection.name!r}: bind() must return a RoundSelection, "
+                        f"got {type(bound).__name__}")
+    return bound
 
 
 def check_release_inputs(dataset: object, workload: LinearWorkload) -> Domain:

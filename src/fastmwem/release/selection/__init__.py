@@ -17,10 +17,16 @@ Two families ship:
   needs both histograms as dense vectors (``requires_dense``).
 
 New selections plug in through :func:`register_selection`; releases never switch on names.
+
+A selection holds no cache. One that builds something public and costly for a workload (the lazy
+selection's index) offers ``bind(workload)``: the same selection with it built. A plan binds its
+selection once (:func:`~fastmwem.release.mwem.plan.plan_mwem`), and the run, like the plans of
+other configurations of the same workload that share it, uses what the plan built.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -83,7 +89,12 @@ class Chooser(Protocol):
 
 @runtime_checkable
 class RoundSelection(Protocol):
-    """Public description of a round's selection: its name, privacy event and preparation."""
+    """Public description of a round's selection: its name, privacy event and preparation.
+
+    A selection may also define ``bind(workload)``, returning the same selection with whatever
+    it builds from the (public) workload built, for ``check`` and ``prepare`` to use; plans call
+    it once, before ``check``.
+    """
 
     @property
     def name(self) -> str: ...
@@ -249,6 +260,9 @@ class LazySelection:
     oracle without a certificate runs only with ``allow_uncertified=True`` and then the run has
     no exact guarantee (the mechanism's privacy record says so).
 
+    The oracle is built from the workload alone; :meth:`bind` builds it once and returns the
+    selection holding it (a plan does so; an unbound selection builds it on every use).
+
     Args:
         index: the oracle: ``None`` for the workload's own exact oracle
             (``workload.top_k_oracle()``) when it has one, else ``"bitpacked"`` for 0/1 queries
@@ -261,7 +275,9 @@ class LazySelection:
     index: object = None
     k: int | None = None
     allow_uncertified: bool = False
-    _cache: dict[int, tuple[LinearWorkload, TopKOracle]] = field(default_factory=dict, compare=False, repr=False)
+    #: The workload :meth:`bind` built the oracle over, and the oracle (``None``: unbound).
+    _built: tuple[LinearWorkload, TopKOracle] | None = field(default=None, compare=False,
+                                                              repr=False)
 
     def __post_init__(self) -> None:
         if isinstance(self.index, str) and not _known_index(self.index):
@@ -285,7 +301,7 @@ class LazySelection:
 
     def event(self, epsilon: float | Fraction) -> PrivacyEvent:
         """``BoundedRange(epsilon)``; with the opt-in, :class:`~fastmwem.mechanisms.Uncertified`
-        unless the oracle built by :meth:`check` is known to be exact or certified."""
+        unless the oracle built by :meth:`bind` is known to be exact or certified."""
         if self.allow_uncertified and not self._certified():
             from fastmwem.mechanisms.lazy import Uncertified
 
@@ -293,24 +309,37 @@ class LazySelection:
         return BoundedRange(epsilon)
 
     def _certified(self) -> bool:
-        """Whether the oracle built so far is exact or carries a certified gap (False if none
-        has been built: the plan then records the weaker claim)."""
-        return any(oracle.exact or getattr(oracle, "certified_gap", None) is not None
-                   for _, oracle in self._cache.values())
+        """Whether the bound oracle is exact or carries a certified gap (False when unbound:
+        the plan then records the weaker claim)."""
+        if self._built is None:
+            return False
+        oracle = self._built[1]
+        return bool(oracle.exact or getattr(oracle, "certified_gap", None) is not None)
+
+    def bind(self, workload: LinearWorkload) -> LazySelection:
+        """This selection with its oracle over ``workload``'s query vectors built (public).
+
+        Returns ``self`` when it is bound to ``workload`` already.
+
+        Raises:
+            ValueError: the oracle cannot be built or is refused (see
+                :func:`~fastmwem.release.selection.oracles.workload_oracle`).
+        """
+        if self._built is not None and self._built[0] is workload:
+            return self
+        return dataclasses.replace(self, _built=(workload, self._oracle(workload)))
 
     def check(self, workload: LinearWorkload, *, epsilon: float, group_mode: bool,
               sensitivities: np.ndarray) -> None:
         self._mechanism(workload, epsilon)
 
     def _oracle(self, workload: LinearWorkload) -> TopKOracle:
-        """The oracle over the workload's query vectors (public; built once and cached)."""
-        key = id(workload)
-        # The entry keeps the workload alive, so its id cannot be reused by another workload.
-        if key not in self._cache or self._cache[key][0] is not workload:
-            self._cache.clear()
-            self._cache[key] = (workload, _shared_oracle(workload, self.index,
-                                                         self.allow_uncertified))
-        return self._cache[key][1]
+        """The oracle over the workload's query vectors: the bound one, else a new one."""
+        if self._built is not None and self._built[0] is workload:
+            return self._built[1]
+        from fastmwem.release.selection.oracles import workload_oracle
+
+        return workload_oracle(workload, self.index, allow_uncertified=self.allow_uncertified)
 
     def _mechanism(self, workload: LinearWorkload, epsilon: float) -> LazyExponentialMechanism:
         from fastmwem.mechanisms.lazy import LazyExponentialMechanism
@@ -369,25 +398,6 @@ class _LazyChooser:
         answers = self.workload.answer_group(self.true_histogram, group)
         base = int(offsets[group])
         return np.asarray(answers)[queries.start - base:queries.stop - base]
-
-
-#: The last oracle built, shared by equal selections (a release checks, plans and runs with
-#: several configurations of one selection; each would otherwise build the index again). One
-#: entry, so at most one index is kept alive; it holds its workload, whose id it is keyed by.
-_LAST_ORACLE: list[tuple[LinearWorkload, object, bool, TopKOracle]] = []
-
-
-def _shared_oracle(workload: LinearWorkload, index: object, allow_uncertified: bool
-                   ) -> TopKOracle:
-    for held, spec, opt_in, oracle in _LAST_ORACLE:
-        if held is workload and opt_in == allow_uncertified and (
-                spec is index or (isinstance(index, str) and spec == index)):
-            return oracle
-    from fastmwem.release.selection.oracles import workload_oracle
-
-    oracle = workload_oracle(workload, index, allow_uncertified=allow_uncertified)
-    _LAST_ORACLE[:] = [(workload, index, allow_uncertified, oracle)]
-    return oracle
 
 
 def _approximate(name: str) -> bool:
