@@ -34,7 +34,7 @@ from scipy import stats
 
 from fastmwem import mwem
 from fastmwem.models.state import MWState
-from fastmwem.release._private import PrivateView
+from fastmwem.release.mwem.data_view import PrivateView
 from fastmwem.release.selection import LazySelection
 from fastmwem.workloads import RandomCountingQueries
 

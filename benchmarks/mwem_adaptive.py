@@ -1,6 +1,6 @@
 """MWEM error vs epsilon: pure DP and zCDP, fixed and adaptive rounds (fastmwem only).
 
-Each configuration runs :func:`fastmwem.release.defaults.mwem_auto` (what ``fastmwem synth``
+Each configuration runs :func:`fastmwem.release.mwem.auto.mwem_auto` (what ``fastmwem synth``
 runs) on all 3-way marginals of a table, 3 seeds, and scores the synthetic distribution by the
 mean L1 distance between normalised true and synthetic 3-way marginals
 (:func:`fastmwem.evaluation.workload_error` for a dense model, inference for a factored one).
@@ -34,8 +34,8 @@ import numpy as np
 
 from fastmwem.datasets import load_nltcs
 from fastmwem.evaluation import answer_error, workload_error
-from fastmwem.release._private import answers_from_marginals
-from fastmwem.release.defaults import mwem_auto
+from fastmwem.release.mwem.auto import mwem_auto
+from fastmwem.release.mwem.data_view import answers_from_marginals
 from fastmwem.workloads import Marginals
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")

@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fastmwem.accounting import ZCDP, BoundedRange, BudgetExceededError, PureDP
-from fastmwem.release.annealing import Annealing, should_anneal, split_round
+from fastmwem.release.mwem.annealing import Annealing, should_anneal, split_round
 
 budgets = st.fractions(min_value=Fraction(1, 10**6), max_value=Fraction(50))
 fractions = st.fractions(min_value=Fraction(1, 100), max_value=Fraction(99, 100))

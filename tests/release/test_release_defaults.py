@@ -1,6 +1,5 @@
 """Defaults that adapt to the table: the rounds rule, the automatic defaults' charging and checks, quality."""
 
-import importlib
 from fractions import Fraction
 
 import numpy as np
@@ -10,7 +9,7 @@ from fastmwem.accounting import Accountant, BoundedRange, BudgetExceededError, P
 from fastmwem.data import Dataset, Domain
 from fastmwem.datasets import load_nltcs
 from fastmwem.evaluation import workload_error
-from fastmwem.release.defaults import (
+from fastmwem.release.mwem import (
     AUTO_REUSE_PASSES,
     MAX_DEFAULT_ROUNDS,
     MAX_SUPERSET_ROUNDS,
@@ -108,7 +107,7 @@ def test_explicit_rounds_are_strict_and_skip_the_noise_test():
 
 
 def _recorded_pass_limits(monkeypatch):
-    mwem_module = importlib.import_module("fastmwem.release.mwem")  # the package exports mwem()
+    from fastmwem.release.mwem import run as mwem_module
     limits = []
     real = mwem_module.reuse
 

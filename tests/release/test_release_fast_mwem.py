@@ -11,7 +11,7 @@ from fastmwem.data import Dataset, Domain
 from fastmwem.evaluation import workload_error
 from fastmwem.mechanisms import ExponentialMechanism
 from fastmwem.models.state import MWState
-from fastmwem.release._private import PrivateView
+from fastmwem.release.mwem.data_view import PrivateView
 from fastmwem.release.selection import LazySelection, ScanSelection
 from fastmwem.testing import chi_square_pvalue
 from fastmwem.workloads import AllIntervals, Marginals, RandomCountingQueries

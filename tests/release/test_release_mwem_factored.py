@@ -13,8 +13,8 @@ from fastmwem.data import Dataset, Domain
 from fastmwem.evaluation import answer_error
 from fastmwem.mechanisms.seeding import SeededRunWarning
 from fastmwem.release import MWEMConfig, mwem, mwem_privacy_plan
-from fastmwem.release._private import answers_from_marginals
 from fastmwem.release.mwem import choose_model
+from fastmwem.release.mwem.data_view import answers_from_marginals
 from fastmwem.workloads import AllIntervals, Marginals, MatrixWorkload, RangeQueries, cuboids
 
 DATA = Path(__file__).resolve().parents[1] / "data"

@@ -92,10 +92,9 @@ def test_sampling_more_records_than_fit_is_refused_before_drawing(monkeypatch):
 
 
 def test_progress_shows_by_default_for_long_runs_on_a_terminal(capsys, monkeypatch):
-    import importlib
     import sys
 
-    module = importlib.import_module("fastmwem.release.mwem")
+    from fastmwem.release.mwem import run as module
     rng = np.random.default_rng(0)
     ds = Dataset(rng.integers(0, 2, (200, 6)), SMALL)
     w = Marginals.all_kway(SMALL, 2)

@@ -7,7 +7,6 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-import fastmwem.release._adaptive as adaptive_module
 from fastmwem.accounting import (
     ZCDP,
     Accountant,
@@ -17,6 +16,7 @@ from fastmwem.accounting import (
 )
 from fastmwem.data import Dataset, Domain
 from fastmwem.release import MWEMConfig, mwem, mwem_privacy_plan
+from fastmwem.release.mwem import adaptive as adaptive_module
 from fastmwem.release.selection import ScanSelection
 from fastmwem.workloads import Marginals, MatrixWorkload
 from tests.release._auto import run_with_defaults

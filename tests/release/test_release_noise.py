@@ -6,7 +6,7 @@ from scipy import stats
 
 from fastmwem.data import Dataset, Domain
 from fastmwem.release import MWEMConfig, MWState, mwem
-from fastmwem.release.noise import noise_threshold, synthetic_answers, within_noise
+from fastmwem.release.mwem.rounds import noise_threshold, synthetic_answers, within_noise
 from fastmwem.workloads import Marginals
 
 

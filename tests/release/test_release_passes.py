@@ -73,7 +73,7 @@ def test_single_query_mwem_is_unchanged_by_the_compiled_passes(monkeypatch):
     dataset = Dataset(rng.integers(0, 2, size=(500, 5)), domain)
     options = dict(epsilon=1.0, rounds=12, reuse_passes=5, total=500, progress=False)
     fast = mwem(dataset, workload, rng=np.random.default_rng(9), **options)
-    monkeypatch.setattr(sys.modules["fastmwem.release._rounds"], "MAX_PASS_ROWS_CELLS", 0)
+    monkeypatch.setattr(sys.modules["fastmwem.release.mwem.rounds"], "MAX_PASS_ROWS_CELLS", 0)
     slow = mwem(dataset, workload, rng=np.random.default_rng(9), **options)
     assert fast.selected == slow.selected
     np.testing.assert_allclose(fast.histogram, slow.histogram, rtol=1e-8, atol=1e-9)

@@ -3,11 +3,11 @@
 import numpy as np
 import pytest
 
-import fastmwem.release.defaults as defaults
 from fastmwem.accounting import Accountant, BudgetExceededError, PureDP
 from fastmwem.data import Dataset, Domain
 from fastmwem.release import MWEMConfig, mwem_privacy_plan
-from fastmwem.release.plan import plan_mwem
+from fastmwem.release.mwem import auto as defaults
+from fastmwem.release.mwem.plan import plan_mwem
 from fastmwem.workloads import Marginals
 from tests.release._auto import run_with_defaults
 
@@ -38,13 +38,13 @@ def test_check_fits_charges_nothing():
 def test_with_defaults_runs_mwem_once(table, monkeypatch):
     dataset, workload = table
     calls = []
-    real = defaults.mwem
+    real = defaults.run_plan
 
-    def counting(*args, **kwargs):
-        calls.append(kwargs.get("rounds"))
-        return real(*args, **kwargs)
+    def counting(planned, *args, **kwargs):
+        calls.append(planned.config.rounds)
+        return real(planned, *args, **kwargs)
 
-    monkeypatch.setattr(defaults, "mwem", counting)
+    monkeypatch.setattr(defaults, "run_plan", counting)
     run_with_defaults(dataset, workload, epsilon=1.0, rng=np.random.default_rng(1))
     assert len(calls) == 1  # the original dry-ran mwem() against an exhausted accountant
 

@@ -45,7 +45,7 @@ def test_a_count_released_inside_the_run_is_refined():
 
 
 def test_the_estimate_is_an_inverse_variance_mean_and_never_overflows():
-    from fastmwem.release._rounds import TotalEstimate
+    from fastmwem.release.mwem.rounds import TotalEstimate
 
     est = TotalEstimate(1000.0, 10.0)  # weight 1/100
     # four cells of std 5: variance 100, the same weight as the count

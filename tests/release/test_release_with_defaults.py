@@ -12,7 +12,7 @@ import fastmwem
 from fastmwem.data import Dataset, Domain
 from fastmwem.mechanisms.seeding import SeededRunWarning
 from fastmwem.release import MWEMChoices, mwem_auto, mwem_with_defaults
-from fastmwem.release.defaults import check_options
+from fastmwem.release.mwem.auto import check_options
 from fastmwem.workloads import Marginals
 
 

@@ -35,12 +35,12 @@ from fastmwem.evaluation import (
 )
 from fastmwem.models.sampling import AUTO_MATCH_ROWS, SAMPLING_METHODS, default_sampling
 from fastmwem.random import split_seed
-from fastmwem.release._privacy import PrivacyDefinition, definition_of
-from fastmwem.release._private import answers_from_marginals
-from fastmwem.release.defaults import (
+from fastmwem.release.definitions import PrivacyDefinition, definition_of
+from fastmwem.release.mwem import (
     AUTO_REUSE_PASSES,
     MAX_DEFAULT_ROUNDS,
     MWEMChoices,
+    answers_from_marginals,
     check_options,
     default_workload_spec,
     mwem_with_defaults,

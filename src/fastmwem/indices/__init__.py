@@ -6,6 +6,7 @@ Approximate adapters (``pip install "fastmwem[ann]"``): FAISS IVF/HNSW and hnswl
 no certified bound, so the lazy mechanism loses its exact guarantee over them.
 """
 
+from fastmwem.indices._checks import real_matrix
 from fastmwem.indices.ann import FaissIndex, HnswlibIndex, mips_query_to_l2, mips_to_l2
 from fastmwem.indices.base import AbsTopKOracle, TopKOracle
 from fastmwem.indices.bitpacked import BitPackedIndex, numba_available
@@ -33,4 +34,5 @@ __all__ = [
     "mips_to_l2",
     "mips_query_to_l2",
     "numba_available",
+    "real_matrix",
 ]

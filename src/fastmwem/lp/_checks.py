@@ -20,7 +20,7 @@ from typing import cast
 import numpy as np
 
 from fastmwem._validation import check_epsilon, check_int, check_positive, check_probability
-from fastmwem.indices._checks import real_matrix
+from fastmwem.indices import real_matrix
 from fastmwem.lp.plan import COMPOSITIONS, check_epsilon_bound
 
 __all__ = [

@@ -2,14 +2,22 @@
 online session), and the multiplicative-weights state they share."""
 
 from fastmwem.models import FactoredState, MWState, SyntheticState
-from fastmwem.release.defaults import MWEMChoices, mwem_auto, mwem_with_defaults
 from fastmwem.release.definitions import (
     PrivacyDefinition,
     PureDefinition,
     ZCDPDefinition,
     definition_of,
 )
-from fastmwem.release.mwem import MWEMConfig, mwem, mwem_privacy_plan
+from fastmwem.release.mwem import (
+    MWEMChoices,
+    MWEMConfig,
+    MWEMResources,
+    mwem,
+    mwem_auto,
+    mwem_privacy_plan,
+    mwem_resources,
+    mwem_with_defaults,
+)
 from fastmwem.release.pmw import (
     Answer,
     OfflinePMWConfig,
@@ -20,7 +28,6 @@ from fastmwem.release.pmw import (
     pmw_offline,
     pmw_offline_privacy_plan,
 )
-from fastmwem.release.resources import MWEMResources, mwem_resources
 from fastmwem.release.result import MWEMResult, RoundRecord
 from fastmwem.release.selection import (
     LazySelection,

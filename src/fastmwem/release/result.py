@@ -17,7 +17,7 @@ from fastmwem.models.matching import match_bytes
 from fastmwem.models.sampling import check_sampling
 from fastmwem.models.state import SyntheticState, sample_records
 from fastmwem.random import RNGLike, make_rng
-from fastmwem.release.config import MWEMConfig
+from fastmwem.release.mwem.config import MWEMConfig
 from fastmwem.workloads.base import LinearWorkload
 
 if TYPE_CHECKING:

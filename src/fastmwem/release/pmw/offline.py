@@ -43,8 +43,8 @@ from fastmwem.mechanisms.laplace import Laplace
 from fastmwem.mechanisms.lazy import Uncertified
 from fastmwem.mechanisms.seeding import check_rng
 from fastmwem.random import RNGLike, make_rng
-from fastmwem.release._model import check_release_inputs
 from fastmwem.release._protocol import as_linear_workload
+from fastmwem.release.mwem.setup import check_release_inputs
 from fastmwem.release.result import MWEMResult, RoundRecord
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ two more attributes than the workload's (*supersets*, e.g. 5-way marginals of bi
 attributes for a 3-way workload: 32 cells instead of 8) costs one measurement like any
 marginal, since one record moves it by 1 in L1, yet answers ten 3-way marginals at once, so
 the same rounds cover far more of the workload. On NLTCS (16 binary attributes, all 3-way
-marginals, 3 seeds) with the rounds of :func:`~fastmwem.release.defaults.superset_rounds`:
+marginals, 3 seeds) with the rounds of :func:`~fastmwem.release.mwem.auto.superset_rounds`:
 mean 3-way L1 0.080 / 0.037 / 0.015 / 0.008 at epsilon 0.1 / 0.3 / 1 / 3, against 0.114 /
 0.048 / 0.021 / 0.017 selecting among the 3-way marginals themselves (docs/mwem.md).
 """

@@ -1,4 +1,4 @@
-"""The adaptive MWEM loop (``rounds=None``): the rule of :mod:`fastmwem.release.annealing`.
+"""The adaptive MWEM loop (``rounds=None``): the rule of :mod:`fastmwem.release.mwem.annealing`.
 
 The caller has charged the rounds' whole budget (the ceiling) before the data was read; here each
 round is charged within it on the schedule's own accountant, which refuses any overspend.
@@ -14,23 +14,13 @@ import numpy as np
 
 from fastmwem.accounting import Accountant
 from fastmwem.data.domain import Domain
-from fastmwem.release._model import selectable
 from fastmwem.release._privacy import (
     PureDefinition,
     ZCDPDefinition,
     integer_valued,
     measurement_grid,
 )
-from fastmwem.release._rounds import (
-    Measurement,
-    Run,
-    TotalEstimate,
-    reuse,
-    start_state,
-    update,
-)
-from fastmwem.release._setup import MWEMSetup
-from fastmwem.release.annealing import (
+from fastmwem.release.mwem.annealing import (
     ADAPTIVE_REUSE_PASSES,
     ADAPTIVE_STEP,
     Annealing,
@@ -38,13 +28,22 @@ from fastmwem.release.annealing import (
     noise_std,
     should_anneal,
 )
-from fastmwem.release.noise import synthetic_answers
+from fastmwem.release.mwem.rounds import (
+    Measurement,
+    Run,
+    TotalEstimate,
+    reuse,
+    start_state,
+    synthetic_answers,
+    update,
+)
+from fastmwem.release.mwem.setup import MWEMSetup, selectable
 from fastmwem.release.result import RoundRecord
 from fastmwem.workloads.base import LinearWorkload
 
 if TYPE_CHECKING:
-    from fastmwem.release._private import PrivateView
-    from fastmwem.release.config import MWEMConfig
+    from fastmwem.release.mwem.config import MWEMConfig
+    from fastmwem.release.mwem.data_view import PrivateView
 
 __all__ = ["AdaptiveRun", "run_adaptive"]
 
@@ -137,7 +136,7 @@ class AdaptiveRun:
         run, setup, workload = self.run, self.run.setup, self.workload
         left = int(np.count_nonzero(self.available))
         budget = self.schedule.next_round(last=self.config.excludes_measured and left <= 1)
-        selection = self.config.round_selection
+        selection = self.run.setup.selection  # bound by the plan
         self.schedule.charge([
             (selection.event(Fraction(budget.select)), f"round {t}: select ({selection.name})"),
             (self.config.definition.event(budget.measure), f"round {t}: measure"),
@@ -173,7 +172,7 @@ def run_adaptive(private: PrivateView, workload: LinearWorkload, domain: Domain,
     """
     state, count_std = start_state(private, domain, config, model, rng, split)
     if model != "dense":
-        from fastmwem.release._model import candidate_groups, worth_measuring
+        from fastmwem.release.mwem.setup import candidate_groups, worth_measuring
 
         setup = worth_measuring(setup, state.total)
         private.groups = candidate_groups(setup, workload)

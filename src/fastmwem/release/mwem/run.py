@@ -18,22 +18,26 @@ from fastmwem.accounting import Accountant
 from fastmwem.data.domain import Domain
 from fastmwem.mechanisms.seeding import check_rng
 from fastmwem.random import RNGLike, make_rng
-from fastmwem.release._adaptive import run_adaptive
-from fastmwem.release._model import (
-    candidate_groups,
-    check_release_inputs,
-    choose_model,
-    selectable,
-    worth_measuring,
-)
 from fastmwem.release._privacy import (
     PureDefinition,
     integer_valued,
     measurement_grid,
 )
-from fastmwem.release._private import PrivateView
 from fastmwem.release._protocol import as_linear_workload
-from fastmwem.release._rounds import (
+from fastmwem.release.mwem.adaptive import run_adaptive
+from fastmwem.release.mwem.annealing import noise_std
+from fastmwem.release.mwem.config import (
+    FINAL_PASSES_FACTORED,
+    PROGRESS_SECONDS,
+    MWEMConfig,
+)
+from fastmwem.release.mwem.data_view import PrivateView
+from fastmwem.release.mwem.plan import (
+    MWEMPlan,
+    check_run_inputs,
+    plan_mwem,
+)
+from fastmwem.release.mwem.rounds import (
     Measurement,
     Run,
     refined_total,
@@ -42,21 +46,12 @@ from fastmwem.release._rounds import (
     start_state,
     update,
 )
-from fastmwem.release._setup import MWEMSetup
-from fastmwem.release.annealing import noise_std
-from fastmwem.release.config import (
-    FINAL_PASSES_FACTORED,
-    MAX_REUSE_PASSES,
-    MODELS,
-    PROGRESS_SECONDS,
-    MWEMConfig,
-)
-from fastmwem.release.plan import (
-    MWEMPlan,
-    check_run_inputs,
-    mwem_privacy_plan,
-    plan_mwem,
-    plan_setup,
+from fastmwem.release.mwem.setup import (
+    MWEMSetup,
+    candidate_groups,
+    check_release_inputs,
+    selectable,
+    worth_measuring,
 )
 from fastmwem.release.result import MWEMResult, RoundRecord
 from fastmwem.release.selection.candidates import workload_weights
@@ -65,9 +60,8 @@ from fastmwem.workloads.base import LinearWorkload, Workload
 if TYPE_CHECKING:
     from fastmwem.data.schema import Schema
 
-__all__ = ["mwem", "MWEMConfig", "mwem_privacy_plan", "choose_model", "plan_setup", "run_plan",
-           "MAX_REUSE_PASSES",
-           "PROGRESS_SECONDS", "MODELS"]
+__all__ = ["mwem", "run_plan"]
+
 
 def mwem(
     dataset: object,
@@ -111,7 +105,7 @@ def mwem(
     measured. The whole plan is charged to ``accountant`` (a fresh one holding the budget if
     none) atomically, before the data is read; if it does not fit, nothing is spent and nothing
     is computed. With ``rounds=None`` the rounds' part of the plan is a ceiling within which the
-    adaptive rounds are charged one by one (:mod:`fastmwem.release.annealing`); the result's
+    adaptive rounds are charged one by one (:mod:`fastmwem.release.mwem.annealing`); the result's
     ``round_ledger`` lists them.
 
     Everything that could make the run fail is checked before the charge: the options, the
@@ -170,8 +164,8 @@ def run_plan(planned: MWEMPlan, dataset: object, accountant: Accountant,
              provenance: tuple[str, ...] | None = None) -> MWEMResult:
     """Charge ``planned``'s events to ``accountant`` (all or none), then run it on ``dataset``.
 
-    Everything that could fail is checked by :func:`~fastmwem.release.plan.plan_mwem` and
-    :func:`~fastmwem.release.plan.check_run_inputs` before this is called.
+    Everything that could fail is checked by :func:`~fastmwem.release.mwem.plan.plan_mwem` and
+    :func:`~fastmwem.release.mwem.plan.check_run_inputs` before this is called.
     """
     config, model, measured, setup = planned.config, planned.model, planned.measured, planned.setup
     workload, resources, domain = planned.workload, planned.resources, planned.workload.domain

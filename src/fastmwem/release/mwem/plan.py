@@ -1,0 +1,230 @@
+"""The plan of an MWEM run, from public input alone: its model, the workload it measures, its
+set-up, its privacy events and its resources.
+
+:func:`plan_mwem` makes every check a run needs before its charge (options, workload, noise
+scales, memory), so that :func:`~fastmwem.release.mwem` is plan, charge, run, and
+:func:`~fastmwem.release.mwem_with_defaults` can plan its candidate configurations and check
+the accountant's room for them without running anything.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import TYPE_CHECKING
+
+from fastmwem._validation import check_int, check_memory
+from fastmwem.accounting import PrivacyEvent
+from fastmwem.release._privacy import ZCDPDefinition, check_zcdp_workload
+from fastmwem.release.mwem.resources import MWEMResources, mwem_resources
+from fastmwem.release.mwem.setup import (
+    MWEMSetup,
+    candidate_kind,
+    candidate_workload,
+    check_dataset,
+    choose_model,
+    only_supersets,
+    prepare,
+    within_cap,
+)
+from fastmwem.release.selection import RoundSelection
+from fastmwem.workloads.base import LinearWorkload
+
+if TYPE_CHECKING:
+    from fastmwem.release.mwem.config import MWEMConfig
+
+__all__ = ["MWEMPlan", "Candidates", "plan_mwem", "check_run_inputs", "mwem_privacy_plan",
+           "plan_setup"]
+
+
+@dataclass(frozen=True)
+class MWEMPlan:
+    """A checked MWEM run before its charge; public input only.
+
+    Attributes:
+        config: the run's :class:`~fastmwem.release.MWEMConfig`.
+        workload: the workload asked for.
+        model: ``"dense"``, ``"junction-tree"`` or ``"product"``.
+        measured: the workload the rounds select from (the asked one, or its candidates).
+        setup: the selection and measurement set-up
+            (:class:`~fastmwem.release.mwem.setup.MWEMSetup`); its ``selection`` is bound to
+            ``measured`` (for ``selection="lazy"``, the index the run searches is built here,
+            once).
+        events: the ``(event, label)`` pairs the run charges, exactly.
+        resources: the memory and time the run needs.
+        memory_limit: the bytes the run may use (``None``: the machine's).
+    """
+
+    config: MWEMConfig
+    workload: LinearWorkload
+    model: str
+    measured: LinearWorkload
+    setup: MWEMSetup
+    events: tuple[tuple[PrivacyEvent, str], ...]
+    resources: MWEMResources
+    memory_limit: int | None = None
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """What the rounds of a planned run select from, built once from public input.
+
+    Plans of other configurations of one workload (the automatic defaults plan several) take
+    them over when they select from the same candidates with an equal selection, so that what
+    the selection builds (the lazy selection's index) is built once: see ``shared`` in
+    :func:`plan_mwem`.
+
+    Attributes:
+        workload: the workload asked for.
+        kind: the candidate set (``MWEMConfig.candidates`` resolved: ``"workload"``,
+            ``"closure"`` or ``"supersets"``).
+        model: the run's model.
+        adaptive: whether the run's rounds are adaptive (``rounds=None``).
+        measured: the workload whose groups (or queries) the rounds select from.
+        selection: the round selection, bound to ``measured``.
+    """
+
+    workload: LinearWorkload
+    kind: str
+    model: str
+    adaptive: bool
+    measured: LinearWorkload
+    selection: RoundSelection
+
+    def serves(self, config: MWEMConfig, workload: LinearWorkload, model: str) -> bool:
+        """Whether a run of ``config`` on ``workload`` with ``model`` selects from these."""
+        return (self.workload is workload and self.model == model
+                and self.adaptive == config.adaptive
+                and self.kind == candidate_kind(config, workload, model)
+                and bool(self.selection == config.round_selection))
+
+
+def plan_mwem(config: MWEMConfig, workload: LinearWorkload,
+              memory_limit: int | None = None, *,
+              shared: list[Candidates] | None = None) -> MWEMPlan:
+    """Plan a run of ``config`` on ``workload``: every check it needs before the charge.
+
+    Args:
+        config: the run's configuration.
+        workload: the workload asked for.
+        memory_limit: the bytes the run may use (``None``: the machine's).
+        shared: the candidates planned before by other configurations of ``workload`` (see
+            :class:`Candidates`): the plan takes over the ones it selects from, or else adds
+            its own. ``None``: nothing is shared, and everything is built for this plan.
+
+    Raises:
+        ValueError: the run cannot be carried out as configured (named), or would need more
+            memory than allowed (``ResourceLimitError``).
+    """
+    if memory_limit is not None:
+        check_int(memory_limit, "memory_limit", minimum=1)
+    model, measured, setup = plan_setup(config, workload, memory_limit, shared=shared)
+    _check_run(config, setup, measured)
+    resources = mwem_resources(config, measured, model=model)
+    check_memory(resources.memory_bytes, f"MWEM ({model}) on {resources.cells} cells",
+                 memory_limit)
+    events = tuple(mwem_privacy_plan(config, workload, model=model, selection=setup.selection))
+    return MWEMPlan(config, workload, model, measured, setup, events, resources, memory_limit)
+
+
+def check_run_inputs(plan: MWEMPlan, dataset: object, schema: object = None) -> None:
+    """Refuse a dataset the plan's model cannot read, or a schema of another domain."""
+    check_dataset(dataset, plan.model)
+    if schema is not None and getattr(schema, "domain", None) != plan.workload.domain:
+        raise ValueError("schema must describe the dataset's domain")
+
+
+def mwem_privacy_plan(config: MWEMConfig, workload: LinearWorkload, *,
+                      model: str | None = None, selection: RoundSelection | None = None
+                      ) -> list[tuple[PrivacyEvent, str]]:
+    """The ordered list of ``(event, label)`` an MWEM run charges; it depends only on public input.
+
+    ``model`` is the run's model (default: :func:`choose_model` on this machine's memory); it
+    sets the default split of each round between selection and measurement, and names the noisy
+    start (a histogram when dense, the 1-way marginals when factored). ``selection`` is the
+    planned run's selection, bound to its candidates (default ``config.round_selection``; an
+    unbound lazy selection with ``allow_uncertified`` records its rounds as uncertified).
+
+    Selection rounds are :class:`~fastmwem.accounting.BoundedRange` (exponential mechanism) or
+    :class:`~fastmwem.accounting.PureDP` (permute-and-flip). Pure DP: counts and measurements
+    are Laplace (``PureDP``) and the plan's epsilons add up to at most ``config.epsilon``. zCDP:
+    they are discrete Gaussian (:class:`~fastmwem.accounting.ZCDP`) and the plan's rhos add up to
+    at most the budget. An adaptive run (``rounds=None``) charges its rounds as one ceiling, the
+    budget left after the count and the start; each round is then charged within it
+    (:mod:`fastmwem.release.mwem.annealing`).
+    """
+    if model is None:
+        model = choose_model(config, workload)
+    split = config.budget_split(model, rounds=config.round_count(len(workload.domain)))
+    if selection is None:
+        selection = config.round_selection
+    definition = config.definition
+    noise, event = definition.noise, definition.event
+
+    plan: list[tuple[PrivacyEvent, str]] = []
+    # Events hold the exact binary value of each float share, so the plan fits the budget.
+    if split["count"] > 0:
+        plan.append((event(split["count"]), f"record count ({noise})"))
+    if split["init"] > 0:
+        start = "histogram" if model == "dense" else "1-way marginals"
+        plan.append((event(split["init"]), f"initial {start} ({noise})"))
+    if config.adaptive:
+        plan.append((event(config.rounds_budget()),
+                     f"adaptive rounds ({noise}; each round charged within this ceiling)"))
+        return plan
+    for t in range(1, config.rounds + 1):  # type: ignore[operator]
+        plan.append((selection.event(Fraction(split["select"])),
+                     f"round {t}: select ({selection.name})"))
+        plan.append((event(split["measure"]), f"round {t}: measure ({noise})"))
+    return plan
+
+
+def plan_setup(config: MWEMConfig, workload: LinearWorkload, memory_limit: int | None = None,
+               *, shared: list[Candidates] | None = None
+               ) -> tuple[str, LinearWorkload, MWEMSetup]:
+    """The public plan of a run: its model, the workload it measures, and the candidates.
+
+    Reads only public input (the configuration, the workload, the domain and the memory).
+    ``shared`` is as in :func:`plan_mwem`.
+    """
+    model = choose_model(config, workload, memory_limit)
+    kind = candidate_kind(config, workload, model)
+    found = next((c for c in shared or () if c.serves(config, workload, model)), None)
+    if found is None:
+        measured = candidate_workload(config, workload, model)
+        setup = prepare(config, measured, model)
+        if shared is not None:
+            shared.append(Candidates(workload, kind, model, config.adaptive, measured,
+                                     setup.selection))
+    else:
+        measured = found.measured
+        setup = prepare(config, measured, model, found.selection)
+    if measured is not workload and kind == "supersets":
+        setup = only_supersets(setup, measured, workload)
+    if model != "dense":
+        setup = within_cap(setup, measured, config.max_clique_cells)
+    return model, measured, setup
+
+
+def _check_run(config: MWEMConfig, setup: MWEMSetup, workload: LinearWorkload) -> None:
+    """Refuse, before the charge, a run its options and workload cannot carry out."""
+    if isinstance(config.definition, ZCDPDefinition):
+        check_zcdp_workload(workload)
+        config.select_rho_per_epsilon2()
+    if config.adaptive:
+        if not setup.group_mode:
+            raise ValueError("adaptive rounds (rounds=None) measure whole groups: use "
+                             "measure='group' (or 'auto'), or give a number of rounds")
+        if not getattr(setup.selection, "adaptive", False):
+            raise ValueError(f"selection={setup.selection.name!r} cannot change its epsilon "
+                             "from round to round: adaptive rounds (rounds=None) need "
+                             "'exponential' or 'permute-and-flip'")
+        return
+    if config.excludes_measured and config.rounds > setup.n_candidates:  # type: ignore[operator]
+        raise ValueError(
+            f"rounds ({config.rounds}) exceeds the {setup.n_candidates} candidate "
+            f"{'groups' if setup.group_mode else 'queries'} (of sensitivity > 0) while "
+            "exclude_measured=True"
+        )
+
+

@@ -1,0 +1,143 @@
+"""Memory and time an MWEM run needs, estimated from public parameters before it starts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from fastmwem.release.mwem.config import FINAL_PASSES_FACTORED
+from fastmwem.workloads.base import LinearWorkload
+
+if TYPE_CHECKING:
+    from fastmwem.release.mwem.config import MWEMConfig
+
+__all__ = ["MWEMResources", "mwem_resources"]
+
+# Histogram-sized float64 arrays alive at the peak of a run: the synthetic distribution, the
+# true histogram, the working set of a full workload answer (about three for marginals), the
+# snapshot that measures how far a reuse pass moved, and the output.
+_HISTOGRAM_COPIES = 7
+# Extra copies: the running average (output="average"); the noisy start histogram and its
+# clipped, mixed copy (init="noisy-histogram").
+_AVERAGE_COPIES = 1
+_NOISY_INIT_COPIES = 2
+# Arrays of one entry per query (true answers, current answers and errors) and per group
+# (offsets, sensitivities, penalties, candidates, scores, the selection's noise and log-weights),
+# at 8 bytes an entry. Measured: about 65 bytes a query for 10**7 single-query groups.
+_PER_QUERY_ARRAYS = 4
+_PER_GROUP_ARRAYS = 6
+# Per round: its two privacy events and ledger entries, its trace record and its measurement
+# (plus 8 bytes per measured query).
+_BYTES_PER_ROUND = 2048
+# Marginals keep an index of the marginal cell of each histogram cell for small domains: at
+# most 2**25 entries of 8 bytes.
+_INDEX_CACHE_BYTES = 2**28
+# Seconds per histogram cell touched by one multiplicative-weights update (an answer of the
+# group, the multiply, the normalisation), and per cell and per query for a round's full
+# answer and selection. Measured on the development machine (marginals on 2**16 to 2**26
+# cells, random counting queries); machines differ by 2-3x either way.
+_SECONDS_PER_CELL_UPDATE = 1e-8
+_SECONDS_PER_CELL_ROUND = 3e-8
+_SECONDS_PER_QUERY_ROUND = 2e-7
+
+
+@dataclass(frozen=True)
+class MWEMResources:
+    """An estimate of what an MWEM run needs; it depends only on public parameters.
+
+    Attributes:
+        cells: histogram cells (domain size).
+        queries: queries in the workload.
+        groups: groups (measurement units) in the workload.
+        memory_bytes: peak memory of the run, not counting the dataset itself.
+        max_updates: multiplicative-weights updates if no reuse pass stops early
+            (``rounds + reuse_passes * rounds * (rounds + 1) / 2``).
+        seconds: a rough running time for ``max_updates`` (early stopping can only shorten it).
+    """
+
+    cells: int
+    queries: int
+    groups: int
+    memory_bytes: int
+    max_updates: int
+    seconds: float
+
+    def describe(self) -> str:
+        return (
+            f"{self.cells} cells, {self.queries} queries in {self.groups} groups: about "
+            f"{self.memory_bytes / 2**30:.2f} GiB of memory and at most {self.max_updates} "
+            f"updates (roughly {self.seconds:.0f} s)"
+        )
+
+
+def mwem_resources(config: MWEMConfig, workload: LinearWorkload, *,
+                   model: str = "dense") -> MWEMResources:
+    """Estimate the peak memory and the running time of ``mwem`` with ``config`` on ``workload``.
+
+    The estimate uses only public parameters: the domain size, the workload's size, the number
+    of rounds and of reuse passes, and for a factored ``model`` the clique cap. ``mwem`` refuses
+    a run whose memory estimate exceeds the machine's memory (see
+    :func:`fastmwem._validation.memory_limit`).
+    """
+    if model != "dense":
+        return _factored_resources(config, workload)
+    cells = int(workload.domain.size)
+    queries = int(workload.n_queries)
+    groups = int(workload.n_groups)
+    copies = _HISTOGRAM_COPIES
+    if config.output == "average":
+        copies += _AVERAGE_COPIES
+    if config.init == "noisy-histogram":
+        copies += _NOISY_INIT_COPIES
+    rounds = _rounds(config, workload)
+    largest_group = int(np.diff(workload.group_offsets).max())
+    memory = (8 * (copies * cells + _PER_QUERY_ARRAYS * queries + _PER_GROUP_ARRAYS * groups)
+              + rounds * (_BYTES_PER_ROUND + 8 * largest_group))
+    if getattr(workload, "groups_partition_cells", False):
+        memory += min(_INDEX_CACHE_BYTES, 8 * cells * groups)
+    passes = int(config.reuse_passes)
+    updates = rounds + passes * rounds * (rounds + 1) // 2
+    seconds = (updates * cells * _SECONDS_PER_CELL_UPDATE
+               + rounds * (cells * _SECONDS_PER_CELL_ROUND + queries * _SECONDS_PER_QUERY_ROUND))
+    return MWEMResources(cells, queries, groups, int(memory), updates, float(seconds))
+
+
+# A factored run: per query, its true answer, this round's synthetic answer and error, and the
+# cached synthetic marginals; the model holds at most one clique of the cap per attribute, with a
+# checkpoint copy for the reuse test and temporaries of inference. Seconds: a rough cost per
+# update (message passing on small cliques) and per clique cell touched, and per query scored.
+_FACTORED_PER_QUERY_ARRAYS = 5
+_FACTORED_MODEL_COPIES = 3
+_SECONDS_PER_FACTORED_UPDATE = 1e-4
+_SECONDS_PER_FACTORED_QUERY = 1e-7
+
+
+def _rounds(config: MWEMConfig, workload: LinearWorkload) -> int:
+    """The most rounds a run can make: its rounds, or an adaptive run's ``T0`` plus the 1-way
+    marginals it measures first (every adaptive round costs at least the first one's share)."""
+    rounds = getattr(config, "rounds", None)
+    if rounds is not None:
+        return int(rounds)
+    return int(config.round_count(len(workload.domain))) + len(workload.domain)
+
+
+def _factored_resources(config: MWEMConfig, workload: LinearWorkload) -> MWEMResources:
+    cap = int(config.max_clique_cells)
+    queries = int(workload.n_queries)
+    groups = int(workload.n_groups)
+    attributes = len(workload.domain)
+    rounds = _rounds(config, workload)
+    model = min(attributes, max(1, rounds)) * cap + sum(workload.domain.shape)
+    memory = (8 * (_FACTORED_PER_QUERY_ARRAYS * queries + _PER_GROUP_ARRAYS * groups
+                   + _FACTORED_MODEL_COPIES * model)
+              + rounds * (_BYTES_PER_ROUND + 8 * int(np.diff(workload.group_offsets).max())))
+    passes = int(config.reuse_passes)
+    final = getattr(config, "final_passes", None)
+    final = FINAL_PASSES_FACTORED if final is None else int(final)
+    updates = rounds + passes * rounds * (rounds + 1) // 2 + final * rounds
+    seconds = (updates * _SECONDS_PER_FACTORED_UPDATE
+               + rounds * queries * _SECONDS_PER_FACTORED_QUERY)
+    return MWEMResources(int(workload.domain.size), queries, groups, int(memory), updates,
+                         float(seconds))
