@@ -11,6 +11,8 @@ from __future__ import annotations
 import functools
 import sys
 import warnings
+from collections.abc import Callable
+from types import FrameType
 from typing import Any, TypeVar
 
 __all__ = ["warn_renamed", "renamed_keyword", "renamed_field"]
@@ -21,10 +23,10 @@ T = TypeVar("T", bound=type)
 def _outside_stacklevel() -> int:
     """The ``stacklevel`` (as seen by this function's caller) of the first frame outside
     fastmwem."""
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     level = 1
     while frame is not None and frame.f_globals.get("__name__", "").partition(".")[0] == "fastmwem":
-        frame = frame.f_back  # type: ignore[assignment]
+        frame = frame.f_back
         level += 1
     return level
 
@@ -50,7 +52,7 @@ def renamed_keyword(old: str, new: str, old_value: object, new_value: object, *,
     return old_value
 
 
-def renamed_field(old: str, new: str) -> Any:
+def renamed_field(old: str, new: str) -> Callable[[T], T]:
     """Class decorator (over ``@dataclass``): ``cls(old=...)`` and ``instance.old`` keep working
     as deprecated aliases of the field ``new``.
 

@@ -6,7 +6,10 @@ in experiments and benchmarks; a report that contains them must be marked as not
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from fastmwem.data.domain import check_dense
 from fastmwem.workloads.base import LinearWorkload, check_histogram
@@ -34,7 +37,8 @@ def relative_entropy(true_histogram: np.ndarray, synthetic_histogram: np.ndarray
     return float(np.sum(p[used] * (np.log(p[used]) - np.log(q[used]))))
 
 
-def relative_entropy_of_records(records: np.ndarray, log_probability: object) -> float:
+def relative_entropy_of_records(records: np.ndarray,
+                                log_probability: Callable[[np.ndarray], ArrayLike]) -> float:
     """``RE(B || A)`` for ``B`` the empirical law of ``records`` and ``A`` given as log-densities.
 
     Only the distinct records are visited, so ``A`` may live on a domain far too large for a
@@ -45,7 +49,7 @@ def relative_entropy_of_records(records: np.ndarray, log_probability: object) ->
     """
     rows, counts = np.unique(np.asarray(records), axis=0, return_counts=True)
     p = counts / counts.sum()
-    log_q = np.asarray(log_probability(rows), dtype=np.float64)  # type: ignore[operator]
+    log_q = np.asarray(log_probability(rows), dtype=np.float64)
     if np.any(np.isneginf(log_q)):
         return float("inf")
     return float(np.sum(p * (np.log(p) - log_q)))

@@ -73,7 +73,7 @@ class Dataset:
 
     __slots__ = ("_domain", "_records")
 
-    def __init__(self, records: np.ndarray | pd.DataFrame | Iterable, domain: Domain) -> None:
+    def __init__(self, records: np.ndarray | pd.DataFrame | Iterable[Iterable[int]], domain: Domain) -> None:
         self._init_trusted(codes_array(records, domain), domain)
 
     def _init_trusted(self, arr: np.ndarray, domain: Domain) -> None:
@@ -256,7 +256,7 @@ def _attr_names(attrs: str | Iterable[str]) -> tuple[str, ...]:
 
 
 def codes_array(
-    records: np.ndarray | pd.DataFrame | Iterable, domain: Domain, *, allow_empty: bool = False
+    records: np.ndarray | pd.DataFrame | Iterable[Iterable[int]], domain: Domain, *, allow_empty: bool = False
 ) -> np.ndarray:
     """Validate codes exactly as :class:`Dataset` does and return them as an int64 array.
 

@@ -19,12 +19,17 @@ used.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from types import FunctionType
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import numpy as np
 
 from fastmwem._jit import njit_cached
+
+if TYPE_CHECKING:
+    from numba.core.typing.templates import Signature
 
 try:
     from numba import config, get_num_threads, prange, set_num_threads, types
@@ -58,8 +63,16 @@ _SUM_BATCH = 512
 _SAMPLE_BLOCKS = 8
 
 
-def _make_pass(group, first):  # pragma: no cover - compiled
-    def _pass(words, b, w0, planes, acc):
+_Pass = Callable[[np.ndarray, int, int, np.ndarray, np.ndarray], None]
+_F = TypeVar("_F", bound=Callable[..., object])
+_T = TypeVar("_T")
+# LLVM IR emitters of the intrinsics: numba's lowering context and llvmlite's builder and values
+# (llvmlite has no type hints).
+_Codegen = Callable[[Any, Any, "Signature", list[Any]], Any]
+
+
+def _make_pass(group: int, first: bool) -> _Pass:  # pragma: no cover - compiled
+    def _pass(words: np.ndarray, b: int, w0: int, planes: np.ndarray, acc: np.ndarray) -> None:
         # acc[r] (+)= <key r, q> over the key words w0 .. w0 + group - 1
         for r in range(acc.size):
             s = 0
@@ -81,7 +94,8 @@ def _make_pass(group, first):  # pragma: no cover - compiled
     return _pass
 
 
-def _score_block(words, b, planes, acc):  # pragma: no cover - compiled
+def _score_block(words: np.ndarray, b: int, planes: np.ndarray,  # pragma: no cover - compiled
+                 acc: np.ndarray) -> None:
     """``acc[r]`` = integer score of key ``r`` of block ``b``."""
     n_words = words.shape[1]
     rest = n_words % _GROUP
@@ -98,7 +112,8 @@ def _score_block(words, b, planes, acc):  # pragma: no cover - compiled
         _add4(words, b, w0, planes, acc)
 
 
-def _scan(words, planes, absolute, out):  # pragma: no cover - compiled
+def _scan(words: np.ndarray, planes: np.ndarray, absolute: bool,  # pragma: no cover - compiled
+          out: np.ndarray) -> None:
     n_blocks, _, width = words.shape
     for b in prange(n_blocks):
         acc = out[b * width:(b + 1) * width]
@@ -108,7 +123,8 @@ def _scan(words, planes, absolute, out):  # pragma: no cover - compiled
                 acc[r] = abs(acc[r])
 
 
-def _kth_bound(values, k, counts):  # pragma: no cover - compiled
+def _kth_bound(values: np.ndarray, k: int,  # pragma: no cover - compiled
+               counts: np.ndarray) -> int:
     """A value at most the k-th largest of ``values``, within ``(max - min) / 128``: the lower
     edge of the bin holding the k-th largest in a histogram of ``counts.size`` bins (branch-free;
     an exact selection costs ten times more, mostly in mispredicted branches)."""
@@ -127,7 +143,8 @@ def _kth_bound(values, k, counts):  # pragma: no cover - compiled
     return lo
 
 
-def _compact(ids, values, count, threshold):  # pragma: no cover - compiled
+def _compact(ids: np.ndarray, values: np.ndarray, count: int,  # pragma: no cover - compiled
+             threshold: int) -> int:
     kept = 0
     for i in range(count):
         if values[i] >= threshold:
@@ -137,7 +154,8 @@ def _compact(ids, values, count, threshold):  # pragma: no cover - compiled
     return kept
 
 
-def _collect(words, planes, n, absolute, k, window, queue, shared, ids, values):
+def _collect(words: np.ndarray, planes: np.ndarray, n: int, absolute: bool, k: int, window: int,
+             queue: np.ndarray, shared: np.ndarray, ids: np.ndarray, values: np.ndarray) -> int:
     # pragma: no cover - compiled
     """Keys within ``window`` of the running k-th best score, over the blocks this thread takes
     from ``queue`` (a block counter shared by the threads, so a thread slowed down by other work
@@ -194,7 +212,8 @@ def _collect(words, planes, n, absolute, k, window, queue, shared, ids, values):
     return _compact(ids, values, count, max(threshold, shared[0]))
 
 
-def _raise(ids, values, count, k, window, threshold, bins, shared):
+def _raise(ids: np.ndarray, values: np.ndarray, count: int, k: int, window: int, threshold: int,
+           bins: np.ndarray, shared: np.ndarray) -> tuple[int, int]:
     # pragma: no cover - compiled
     """The threshold raised to the k-th best score of the candidates minus ``window`` (or the
     shared one, if higher), shared, and the candidates compacted to it."""
@@ -206,7 +225,9 @@ def _raise(ids, values, count, k, window, threshold, bins, shared):
     return threshold, _compact(ids, values, count, threshold)
 
 
-def _top_candidates(words, planes, n, absolute, k, window, rank, sample, ids, values, counts):
+def _top_candidates(words: np.ndarray, planes: np.ndarray, n: int, absolute: bool, k: int,
+                    window: int, rank: int, sample: np.ndarray, ids: np.ndarray,
+                    values: np.ndarray, counts: np.ndarray) -> int:
     # pragma: no cover - compiled
     """The threads' candidates (see ``_collect``), from a threshold starting at a guess when
     ``sample`` is not empty; returns that starting threshold."""
@@ -230,7 +251,7 @@ def _top_candidates(words, planes, n, absolute, k, window, rank, sample, ids, va
     return start
 
 
-def _planes(q, planes):  # pragma: no cover - compiled
+def _planes(q: np.ndarray, planes: np.ndarray) -> None:  # pragma: no cover - compiled
     # cell c: word c // 64, byte (c // 8) % 8 of the word (little-endian), bit 7 - c % 8 of the
     # byte (np.packbits is big-endian)
     planes[:] = 0
@@ -241,7 +262,8 @@ def _planes(q, planes):  # pragma: no cover - compiled
                 planes[c >> 6, p] |= np.uint64(1) << shift
 
 
-def _gather(words, ids, rows):  # pragma: no cover - compiled
+def _gather(words: np.ndarray, ids: np.ndarray,  # pragma: no cover - compiled
+            rows: np.ndarray) -> None:
     # Independent loads that overlap their cache misses (a key's words lie BLOCK * 8 apart).
     width = words.shape[2]
     for i in range(ids.size):
@@ -250,7 +272,8 @@ def _gather(words, ids, rows):  # pragma: no cover - compiled
             rows[i, w] = words[b, w, r]
 
 
-def _sums(rows, tables, out):  # pragma: no cover - compiled
+def _sums(rows: np.ndarray, tables: np.ndarray,  # pragma: no cover - compiled
+          out: np.ndarray) -> None:
     for s in range(0, rows.shape[0], _SUM_BATCH):
         acc = out[s:s + _SUM_BATCH]
         acc[:] = 0.0
@@ -262,7 +285,7 @@ def _sums(rows, tables, out):  # pragma: no cover - compiled
                 acc[i] += table[(rows[s + i, j >> 3] >> shift) & np.uint64(0xFF)]
 
 
-def _renamed(func, suffix):
+def _renamed(func: _F, suffix: str) -> _F:
     """``func`` under another name. Numba's on-disk cache files a compiled function by its name
     and bytecode, not by its options: a serial and a parallel build of one function would share
     one entry, and whichever compiled first would be loaded for both (the parallel scan then
@@ -270,21 +293,23 @@ def _renamed(func, suffix):
     copy = FunctionType(func.__code__, func.__globals__, func.__name__ + suffix,
                         func.__defaults__, func.__closure__)
     copy.__qualname__ = func.__qualname__ + suffix
-    return copy
+    return cast(_F, copy)
 
 
 if AVAILABLE:
     @intrinsic
-    def _popcount(typingctx, x):  # pragma: no cover - compiled
-        def codegen(context, builder, signature, args):
+    def _popcount(typingctx: object, x: types.Type  # pragma: no cover - compiled
+                  ) -> tuple[Signature, _Codegen]:
+        def codegen(context: Any, builder: Any, signature: Signature, args: list[Any]) -> Any:
             return builder.call(builder.module.declare_intrinsic("llvm.ctpop", [args[0].type]),
                                 args)
         return types.uint64(types.uint64), codegen
 
     @intrinsic
-    def _take(typingctx, counter):  # pragma: no cover - compiled
+    def _take(typingctx: object, counter: types.Array  # pragma: no cover - compiled
+              ) -> tuple[Signature, _Codegen]:
         """``counter[0]``, atomically incremented: the next block for the calling thread."""
-        def codegen(context, builder, signature, args):
+        def codegen(context: Any, builder: Any, signature: Signature, args: list[Any]) -> Any:
             array = context.make_array(signature.args[0])(context, builder, args[0])
             one = context.get_constant(types.int64, 1)
             return builder.atomic_rmw("add", array.data, one, "monotonic")
@@ -308,7 +333,8 @@ if AVAILABLE:
     _sums = _jit(_sums)
 
 
-def _threaded(serial, parallel, threads: int, n_blocks: int, *args):
+def _threaded(serial: Callable[..., _T], parallel: Callable[..., _T], threads: int, n_blocks: int,
+              *args: Any) -> _T:
     if threads <= 1 or n_blocks < _PARALLEL_BLOCKS:
         return serial(*args)
     before = get_num_threads()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -55,7 +56,8 @@ def _finite_2d(values: object, name: str, dimension: int | None, *, allow_1d: bo
     return arr
 
 
-def row_blocks(arr: np.ndarray, rows: int = 8192, *, progress: str | None = None):
+def row_blocks(arr: np.ndarray, rows: int = 8192, *, progress: str | None = None
+               ) -> Iterator[tuple[int, np.ndarray]]:
     """``(start, arr[start:start + rows])`` over the rows: bounds the temporaries of a pass over
     a large key matrix (a million keys of 1024 entries are 4 GB in float32). With ``progress``
     (a label), a bar on stderr shows the pass if it lasts more than two seconds."""

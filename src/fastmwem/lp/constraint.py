@@ -26,6 +26,7 @@ targets (the front end is :func:`~fastmwem.lp.private_linprog`).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -56,6 +57,7 @@ from fastmwem.mechanisms.lazy import LazyExponentialMechanism
 if TYPE_CHECKING:
     from fastmwem.accounting import Accountant
     from fastmwem.indices.base import TopKOracle
+    from fastmwem.lp.plan import PrivacyPlan
     from fastmwem.random import RNGLike
 
 __all__ = ["DenseLP", "DenseMWU", "run_dense", "DenseTest", "vertex_selector", "dense_feasibility",
@@ -106,7 +108,8 @@ class DenseMWU:
 
 
 def vertex_selector(lp: DenseLP, *, target: float, epsilon0: float, score_sensitivity: float,
-                    selection: str, oracle: TopKOracle | None = None):
+                    selection: str, oracle: TopKOracle | None = None
+                    ) -> Callable[[np.ndarray, np.random.Generator], int]:
     """The dual oracle: a vertex ``j`` by the exponential mechanism on ``q(j) = -<y, V_{:,j}>``
     (``epsilon0``-DP, bounded range, score sensitivity ``score_sensitivity``).
 
@@ -123,13 +126,14 @@ def vertex_selector(lp: DenseLP, *, target: float, epsilon0: float, score_sensit
     return lambda y, g: lazy.select(target * y, rng=g)
 
 
-def run_dense(lp: DenseLP, select, *, target: float, density: float, eta: float, rounds: int,
+def run_dense(lp: DenseLP, select: Callable[[np.ndarray, np.random.Generator], int], *,
+              target: float, density: float, eta: float, rounds: int,
               width: float, generator: np.random.Generator, probe: int = 0,
               track: bool = False) -> tuple[np.ndarray, list[LPRound]]:
     """Algorithm C1/C2's loop; returns the average vertex and the round records."""
     mwu = DenseMWU(lp.A.shape[0], density, eta)
     counts = np.zeros(lp.A.shape[1])
-    trace = []
+    trace: list[LPRound] = []
     for t in range(1, rounds + 1):
         y = mwu.distribution()
         j = select(y, generator)
@@ -203,8 +207,9 @@ class _DenseSetup:
                 "learning_rate": self.eta}
 
 
-def _dense_setup(data: LPData, *, density, entry_bound, max_constraints, width, rounds,
-                 selection, index, largest_target: float) -> _DenseSetup:
+def _dense_setup(data: LPData, *, density: float | None, entry_bound: float | None,
+                 max_constraints: int | None, width: float | None, rounds: int | None,
+                 selection: str, index: str | None, largest_target: float) -> _DenseSetup:
     c, A, b = data.objective, data.A, data.b
     if np.any(c >= 0):
         j = int(np.argmax(c >= 0))
@@ -235,8 +240,10 @@ def _dense_setup(data: LPData, *, density, entry_bound, max_constraints, width, 
     return _DenseSetup(DenseLP(A, b, -c), s, bound, big_m, w, t, sel, spec)
 
 
-def _dense_probe(setup: _DenseSetup, oracle: TopKOracle | None, epsilon0: float, generator, track: bool):
-    def probe(target: float, j: int):
+def _dense_probe(setup: _DenseSetup, oracle: TopKOracle | None, epsilon0: float,
+                 generator: np.random.Generator, track: bool
+                 ) -> Callable[[float, int], tuple[np.ndarray, list[LPRound]]]:
+    def probe(target: float, j: int) -> tuple[np.ndarray, list[LPRound]]:
         z = -target
         select = vertex_selector(setup.lp, target=z, epsilon0=epsilon0,
                                  score_sensitivity=setup.score_sensitivity(z),
@@ -283,7 +290,7 @@ def dense_feasibility(c: object, A_ub: object, b_ub: object, *, target: float, e
                          selection=selection, index=index, largest_target=-goal)
     track = _checks.flag(track, "track")
 
-    def run(plan, generator) -> Outcome:
+    def run(plan: PrivacyPlan, generator: np.random.Generator) -> Outcome:
         oracle = dense_oracle(data.A, setup.lp.c_pos, setup.index) if setup.index else None
         x, trace = _dense_probe(setup, oracle, plan.epsilon0, generator, track)(goal, 0)
         return Outcome(x, goal, trace, message=f"feasibility at c @ x = {goal:.6g}: "
@@ -293,9 +300,12 @@ def dense_feasibility(c: object, A_ub: object, b_ub: object, *, target: float, e
                  setup=dict(setup.describe(), target=goal), name="dense_feasibility")
 
 
-def dense_linprog(data: LPData, budget: Budget, *, density, entry_bound, max_constraints, width,
-                   rounds, selection, index, probes, objective_range, tolerance, beta, track,
-                   rng, accountant) -> LPResult:
+def dense_linprog(data: LPData, budget: Budget, *, density: float | None,
+                  entry_bound: float | None, max_constraints: int | None, width: float | None,
+                  rounds: int | None, selection: str, index: str | None, probes: int,
+                  objective_range: tuple[float, float] | None, tolerance: float | None,
+                  beta: float, track: bool, rng: RNGLike,
+                  accountant: Accountant | None) -> LPResult:
     k = check_int(probes, "probes", minimum=1)
     lo, hi = _checks.objective_range(objective_range, None)
     if hi > 0:
@@ -308,11 +318,11 @@ def dense_linprog(data: LPData, budget: Budget, *, density, entry_bound, max_con
     beta = check_probability(beta, "beta")
     track = _checks.flag(track, "track")
 
-    def run(plan, generator) -> Outcome:
+    def run(plan: PrivacyPlan, generator: np.random.Generator) -> Outcome:
         oracle = dense_oracle(data.A, setup.lp.c_pos, setup.index) if setup.index else None
         probe = _dense_probe(setup, oracle, plan.epsilon0, generator, track)
 
-        def check(x: np.ndarray, target: float):
+        def check(x: np.ndarray, target: float) -> tuple[float, float, bool]:
             level = tol if tol is not None else dense_alpha(
                 setup.width, setup.max_constraints, setup.density, setup.rounds,
                 setup.score_sensitivity(-target), plan.epsilon0, data.d, beta)

@@ -21,7 +21,7 @@ The guarantee is always ``(epsilon, delta)``-DP (``epsilon``-DP with ``delta = 0
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 
 from fastmwem._deprecation import renamed_keyword
 from fastmwem.lp import _checks
@@ -35,6 +35,22 @@ if TYPE_CHECKING:
     from fastmwem.random import RNGLike
 
 __all__ = ["private_linprog", "scalar_feasibility", "dense_feasibility"]
+
+
+class _Common(TypedDict):
+    """The arguments both neighbouring relations take, as :func:`private_linprog` declares them."""
+
+    width: float | None
+    rounds: int | None
+    selection: str
+    index: str | None
+    probes: int
+    objective_range: tuple[float, float] | None
+    tolerance: float | None
+    beta: float
+    track: bool
+    rng: RNGLike
+    accountant: Accountant | None
 
 
 def private_linprog(c: object, A_ub: object = None, b_ub: object = None, *, A_lb: object = None,
@@ -110,9 +126,9 @@ def private_linprog(c: object, A_ub: object = None, b_ub: object = None, *, A_lb
     if c is None:
         raise TypeError(_NEEDS_C)
     budget = _checks.budget(epsilon, delta, composition, test_fraction)
-    common = dict(width=width, rounds=rounds, selection=selection, index=index, probes=probes,
-                  objective_range=objective_range, tolerance=tolerance, beta=beta, track=track,
-                  rng=rng, accountant=accountant)
+    common = _Common(width=width, rounds=rounds, selection=selection, index=index,
+                     probes=probes, objective_range=objective_range, tolerance=tolerance,
+                     beta=beta, track=track, rng=rng, accountant=accountant)
     if model == "scalar":
         _checks.refuse(model, density=density, entry_bound=entry_bound,
                      max_constraints=max_constraints)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -13,7 +14,7 @@ from fastmwem.lp import _checks
 from fastmwem.lp._checks import Budget, LPData, check_lp, check_rounds, check_width, row_width
 from fastmwem.lp._solve import Outcome, bisect_objective, solve
 from fastmwem.lp.oracles import check_index_spec
-from fastmwem.lp.result import LPResult
+from fastmwem.lp.result import LPResult, LPRound
 from fastmwem.lp.scalar import (
     ScalarTest,
     build_oracle,
@@ -26,6 +27,7 @@ from fastmwem.lp.theory import scalar_alpha
 if TYPE_CHECKING:
     from fastmwem.accounting import Accountant
     from fastmwem.indices.base import TopKOracle
+    from fastmwem.lp.plan import PrivacyPlan
     from fastmwem.random import RNGLike
 
 __all__ = ["scalar_feasibility", "scalar_linprog"]
@@ -63,11 +65,12 @@ def _scalar_setup(data: LPData, *, sensitivity: object, width: object, rounds: o
     return _ScalarSetup(data, sens, max(w, extra_width), t, sel, spec)
 
 
-def _primal_probe(setup: _ScalarSetup, oracle: TopKOracle | None, epsilon0: float, generator,
-                  track: bool):
+def _primal_probe(setup: _ScalarSetup, oracle: TopKOracle | None, epsilon0: float,
+                  generator: np.random.Generator, track: bool
+                  ) -> Callable[[float | None, int], tuple[np.ndarray, list[LPRound]]]:
     data = setup.data
 
-    def probe(target: float | None, j: int):
+    def probe(target: float | None, j: int) -> tuple[np.ndarray, list[LPRound]]:
         rows = objective_rows(data.A, data.b, data.c, target)
         select = scalar_selector(rows, epsilon0=epsilon0, sensitivity=setup.sensitivity,
                                  selection=setup.selection, oracle=oracle, target=target)
@@ -113,7 +116,7 @@ def scalar_feasibility(A_ub: object, b_ub: object, *, epsilon: float, delta: flo
                           selection=selection, index=index)
     track = _checks.flag(track, "track")
 
-    def run(plan, generator) -> Outcome:
+    def run(plan: PrivacyPlan, generator: np.random.Generator) -> Outcome:
         oracle = build_oracle(data.A, data.b, setup.index, None) if setup.index else None
         x, trace = _primal_probe(setup, oracle, plan.epsilon0, generator, track)(None, 0)
         return Outcome(x, None, trace, message=f"feasibility: {setup.rounds} rounds")
@@ -122,9 +125,11 @@ def scalar_feasibility(A_ub: object, b_ub: object, *, epsilon: float, delta: flo
                  name="scalar_feasibility")
 
 
-def scalar_linprog(data: LPData, budget: Budget, *, sensitivity, width, rounds, selection, index,
-                    probes, objective_range, tolerance, beta, track, rng,
-                    accountant) -> LPResult:
+def scalar_linprog(data: LPData, budget: Budget, *, sensitivity: float | None,
+                   width: float | None, rounds: int | None, selection: str, index: str | None,
+                   probes: int, objective_range: tuple[float, float] | None,
+                   tolerance: float | None, beta: float, track: bool, rng: RNGLike,
+                   accountant: Accountant | None) -> LPResult:
     c = data.objective
     k = check_int(probes, "probes", minimum=0)
     lo, hi = _checks.objective_range(objective_range, (float(c.min()), float(c.max())))
@@ -137,7 +142,7 @@ def scalar_linprog(data: LPData, budget: Budget, *, sensitivity, width, rounds, 
     beta = check_probability(beta, "beta")
     track = _checks.flag(track, "track")
 
-    def run(plan, generator) -> Outcome:
+    def run(plan: PrivacyPlan, generator: np.random.Generator) -> Outcome:
         oracle = (build_oracle(data.A, data.b, setup.index, c if k else None)
                   if setup.index else None)
         probe = _primal_probe(setup, oracle, plan.epsilon0, generator, track)
@@ -148,7 +153,7 @@ def scalar_linprog(data: LPData, budget: Budget, *, sensitivity, width, rounds, 
             setup.width, data.d, data.m + 1, setup.rounds, setup.sensitivity, plan.epsilon0, beta)
         test = ScalarTest(plan.epsilon_test, setup.sensitivity, level, k, beta)
 
-        def check(x: np.ndarray, target: float):
+        def check(x: np.ndarray, target: float) -> tuple[float, float, bool]:
             statistic, accepted = test(objective_rows(data.A, data.b, c, target), x, generator)
             return statistic, test.threshold, accepted
         x0, trace0 = probe(hi, 0)

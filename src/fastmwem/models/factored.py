@@ -112,7 +112,7 @@ class FactoredState:
             raise ValueError(f"noisy must hold one marginal per attribute ({len(domain)}), "
                              f"got {len(noisy)}")
         for a, values in enumerate(noisy):
-            clique = state.tree.cliques[state.tree.covering((a,))]  # type: ignore[index]
+            clique = state.tree.cliques[state.tree.holder((a,))]
             clique.table[...] = noisy_start(np.array(values, dtype=np.float64), total,
                                             uniform_mix)
         return state
@@ -202,7 +202,7 @@ class FactoredState:
         """The clique holding ``axes``, absorbing them first if needed (within the cap)."""
         plan = self.plan(axes)
         if plan.covered:
-            return self.tree.covering(axes)  # type: ignore[return-value]
+            return self.tree.holder(axes)
         if plan.largest > self.max_clique_cells:
             names = [self.domain.attributes[a] for a in axes]
             raise ValueError(

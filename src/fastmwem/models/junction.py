@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 
@@ -127,6 +128,13 @@ class JunctionTree:
             return None
         return min(common, key=lambda c: (self.cells(self.cliques[c].axes), c))
 
+    def holder(self, axes: tuple[int, ...]) -> int:
+        """:meth:`covering` for attributes that some clique holds."""
+        cid = self.covering(axes)
+        if cid is None:
+            raise LookupError(f"no clique holds the attributes {list(axes)}")
+        return cid
+
     def components(self) -> list[list[int]]:
         """Clique ids of each component, breadth first from its smallest id (cached)."""
         if self._components is None:
@@ -188,8 +196,10 @@ class JunctionTree:
     def make_root(self, cid: int) -> None:
         """Make ``cid`` its component's root, so that its table is its true marginal."""
         path = [cid]
-        while self.cliques[path[-1]].parent is not None:
-            path.append(self.cliques[path[-1]].parent)  # type: ignore[arg-type]
+        up = self.cliques[cid].parent
+        while up is not None:
+            path.append(up)
+            up = self.cliques[up].parent
         for i in range(len(path) - 1, 0, -1):
             u, v = path[i], path[i - 1]
             if not self.calibrated:
@@ -204,8 +214,8 @@ class JunctionTree:
         for cid, clique in self.cliques.items():
             if clique.parent is None:
                 order, parent = self._bfs(cid)
-                for v in order[1:]:
-                    self._pass(parent[v], v)  # type: ignore[arg-type]
+                for v in order[1:]:  # only the root has no parent
+                    self._pass(cast(int, parent[v]), v)
         self.calibrated = True
 
     def _reroot_all(self) -> None:
@@ -330,8 +340,10 @@ class JunctionTree:
                 continue
             v = min(self._holding[a], key=lambda c: (depth[c], c))
             path = [v]
-            while parent[path[-1]] is not None:
-                path.append(parent[path[-1]])  # type: ignore[arg-type]
+            up = parent[v]
+            while up is not None:
+                path.append(up)
+                up = parent[up]
             additions.append((a, tuple(path)))
             for u in path[1:]:
                 added.setdefault(u, set()).add(a)
@@ -342,7 +354,7 @@ class JunctionTree:
     def absorb(self, plan: Plan) -> int:
         """Apply ``plan``; return the clique that now holds its axes. Keeps the distribution."""
         if plan.covered:
-            return self.covering(plan.axes)  # type: ignore[return-value]
+            return self.holder(plan.axes)
         touched = {a for order, _ in self.split(plan.axes) for v in order
                    for a in self.cliques[v].axes}
         for a in touched:
@@ -355,7 +367,7 @@ class JunctionTree:
             if plan.join:
                 self._join(plan.axes, targets)
         self._reroot_all()
-        return self.covering(plan.axes)  # type: ignore[return-value]
+        return self.holder(plan.axes)
 
     def _merge_product(self, merged: list[int]) -> int:
         """Replace whole components (single cliques) by the product of their tables."""
@@ -422,8 +434,9 @@ class JunctionTree:
                 for v in order:
                     clique = self.cliques[v]
                     out += np.log(clique.table[tuple(codes[:, a] for a in clique.axes)])
-                    if parent[v] is not None:
-                        sep = self._separator(parent[v], v)  # type: ignore[arg-type]
+                    up = parent[v]
+                    if up is not None:
+                        sep = self._separator(up, v)
                         if sep:
                             table = marginalise(clique.table, clique.axes, sep)
                             out -= np.log(table[tuple(codes[:, a] for a in sep)])
@@ -448,8 +461,8 @@ class JunctionTree:
                                                side="right"), root.table.size - 1)
             _put(codes, root.axes, cells, root.table.shape)
             drawn.extend(root.axes)
-            for v in order[1:]:
-                self._sample_child(codes, parent[v], v, rng,  # type: ignore[arg-type]
+            for v in order[1:]:  # only the root has no parent
+                self._sample_child(codes, cast(int, parent[v]), v, rng,
                                    drawn if systematic else None)
         return codes
 

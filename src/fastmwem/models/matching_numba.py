@@ -14,7 +14,8 @@ __all__ = ["match_loop"]
 
 
 @njit_cached
-def _cells_of(codes, r, offsets, axes, strides, out):  # pragma: no cover - compiled
+def _cells_of(codes: np.ndarray, r: int, offsets: np.ndarray,  # pragma: no cover - compiled
+              axes: np.ndarray, strides: np.ndarray, out: np.ndarray) -> None:
     for g in range(offsets.size):
         c = offsets[g]
         for j in range(axes.shape[1]):
@@ -24,9 +25,14 @@ def _cells_of(codes, r, offsets, axes, strides, out):  # pragma: no cover - comp
 
 
 @njit_cached
-def match_loop(codes, sizes, order, passes, m,  # pragma: no cover - compiled
-               s_counts, s_targets, s_offsets, s_axes, s_strides, s_ptr, s_sets, s_stride,
-               c_counts, c_targets, c_offsets, c_axes, c_strides, c_ptr, c_sets, c_stride):
+def match_loop(codes: np.ndarray, sizes: np.ndarray,  # pragma: no cover - compiled
+               order: np.ndarray, passes: int, m: int,
+               s_counts: np.ndarray, s_targets: np.ndarray, s_offsets: np.ndarray,
+               s_axes: np.ndarray, s_strides: np.ndarray, s_ptr: np.ndarray,
+               s_sets: np.ndarray, s_stride: np.ndarray,
+               c_counts: np.ndarray, c_targets: np.ndarray, c_offsets: np.ndarray,
+               c_axes: np.ndarray, c_strides: np.ndarray, c_ptr: np.ndarray,
+               c_sets: np.ndarray, c_stride: np.ndarray) -> int:
     """Greedy single-value moves; ``s_*`` are the scored sets, ``c_*`` the screening ones."""
     n, d = codes.shape
     s_cell = np.empty(s_offsets.size, np.int64)

@@ -12,7 +12,7 @@ factor and normalisation) on the query rows, gathered once. With numba installed
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 
@@ -21,7 +21,8 @@ from fastmwem._jit import njit_cached
 __all__ = ["fit_queries"]
 
 
-def _fit_loop(p, rows, targets, s, passes, tolerance, scratch):  # pragma: no cover - compiled
+def _fit_loop(p: np.ndarray, rows: np.ndarray, targets: np.ndarray,  # pragma: no cover - compiled
+              s: float, passes: int, tolerance: float, scratch: np.ndarray) -> int:
     """``passes`` passes (stopping once a pass moves ``p`` by less than ``tolerance`` in L1)."""
     n_rows, n_cells = rows.shape
     for done in range(1, passes + 1):
@@ -52,10 +53,10 @@ def _fit_loop(p, rows, targets, s, passes, tolerance, scratch):  # pragma: no co
     return passes
 
 
-_compiled: Callable[..., Any] | Literal[False] | None = None  # False once numba was found missing
+_compiled: Callable[..., int] | Literal[False] | None = None  # False once numba was found missing
 
 
-def _kernel() -> Callable[..., Any] | None:
+def _kernel() -> Callable[..., int] | None:
     # numba is imported here, at the first fit: loading it takes about half a second.
     global _compiled
     if _compiled is None:

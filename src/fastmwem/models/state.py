@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, cast, runtime_checkable
 
 import numpy as np
 
@@ -297,10 +297,10 @@ class MWState:
 
     def moved(self, checkpoint: object) -> float:
         """``sum |p - checkpoint|``, computed in ``checkpoint`` (which it overwrites)."""
-        scratch = checkpoint
-        np.subtract(self.distribution, scratch, out=scratch)  # type: ignore[call-overload]
-        np.abs(scratch, out=scratch)  # type: ignore[call-overload]
-        return float(scratch.sum())  # type: ignore[attr-defined]
+        scratch = cast(np.ndarray, checkpoint)  # the buffer checkpoint() returned
+        np.subtract(self.distribution, scratch, out=scratch)
+        np.abs(scratch, out=scratch)
+        return float(scratch.sum())
 
     def sample(self, n: int, rng: np.random.Generator, *, systematic: bool = True,
                match: Sequence[Sequence[int]] = ()) -> pd.DataFrame:

@@ -20,6 +20,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi_offline import FastAPIOffline
 from pydantic import BaseModel, Field
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from fastmwem.accounting import BudgetExceededError
 from fastmwem.service.core import (
@@ -60,11 +61,11 @@ class BodyLimit:
     """ASGI middleware: refuse a request body over ``limit`` bytes with 413, whether declared
     (Content-Length) or streamed."""
 
-    def __init__(self, app: Any, limit: int) -> None:
+    def __init__(self, app: ASGIApp, limit: int) -> None:
         self.app = app
         self.limit = limit
 
-    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -77,7 +78,7 @@ class BodyLimit:
         too_large = False
         replaced = False
 
-        async def limited() -> dict:
+        async def limited() -> Message:
             nonlocal seen, too_large
             event = await receive()
             seen += len(event.get("body", b""))
@@ -88,7 +89,7 @@ class BodyLimit:
                 return {"type": "http.request", "body": b"\x00", "more_body": False}
             return event
 
-        async def watched(event: dict) -> None:
+        async def watched(event: Message) -> None:
             nonlocal replaced
             if not too_large:
                 await send(event)
@@ -99,13 +100,14 @@ class BodyLimit:
         await self.app(scope, limited, watched)
 
 
-async def _no_body() -> dict:
+async def _no_body() -> Message:
     return {"type": "http.request", "body": b"", "more_body": False}
 
 
 def create_app(service: QueryService, *, rate: float = 20.0, burst: int = 40,
-               max_body: int = 4 * 2**20) -> FastAPI:
-    """The app serving ``service``; ``rate``/``burst`` per token, bodies up to ``max_body``."""
+               max_body: int = 4 * 2**20) -> BodyLimit:
+    """The app serving ``service`` (FastAPI behind :class:`BodyLimit`); ``rate``/``burst`` per
+    token, bodies up to ``max_body``."""
     app = FastAPIOffline(
         title="fastmwem query service",
         description="Online Private Multiplicative Weights with a durable privacy ledger")
@@ -139,11 +141,11 @@ def create_app(service: QueryService, *, rate: float = 20.0, burst: int = 40,
     @app.post("/v1/query", summary="Ask one linear query")
     def ask(body: QueryRequest, who: Analyst) -> dict[str, Any]:
         result = service.answer(who, body.query, body.request_id)
-        return {**result, "budget": service.analyst_budget(who.analyst_id)}  # type: ignore[arg-type]
+        return {**result, "budget": service.analyst_budget(_analyst_id(who))}
 
     @app.get("/v1/budget", summary="This analyst's budget and the session's")
     def budget(who: Analyst) -> dict[str, Any]:
-        return service.analyst_budget(who.analyst_id)  # type: ignore[arg-type]
+        return service.analyst_budget(_analyst_id(who))
 
     @app.get("/v1/log", summary="This analyst's answered queries")
     def log(who: Analyst) -> list[dict[str, Any]]:
@@ -182,7 +184,14 @@ def create_app(service: QueryService, *, rate: float = 20.0, burst: int = 40,
     def page_script() -> Response:
         return Response(PAGE_JS, media_type="text/javascript", headers=_PAGE_HEADERS)
 
-    return BodyLimit(app, max_body)  # type: ignore[return-value]
+    return BodyLimit(app, max_body)
+
+
+def _analyst_id(who: Principal) -> int:
+    """The id of a principal the ``analyst`` dependency admitted (analysts always have one)."""
+    if who.analyst_id is None:
+        raise AuthError("this needs an analyst token", status=403)
+    return who.analyst_id
 
 
 _PAGE_HEADERS = {"Content-Security-Policy": "default-src 'self'; style-src 'self' 'unsafe-inline'",

@@ -17,6 +17,7 @@ import json
 import os
 from collections.abc import Iterable, Mapping
 from fractions import Fraction
+from typing import Any
 
 from fastmwem.accounting import entry_from_record
 
@@ -44,7 +45,7 @@ def entry_hash(prev: str, seq: int, analyst_id: int | None, record: str, epsilon
     return hashlib.sha256((prev + "\n" + content).encode()).hexdigest()
 
 
-def walk(rows: Iterable[tuple], first: str) -> tuple[int, str, dict[int | None, Fraction]]:
+def walk(rows: Iterable[tuple[Any, ...]], first: str) -> tuple[int, str, dict[int | None, Fraction]]:
     """Check the chain of ``(seq, analyst_id, record, epsilon, created, prev_hash, hash)`` rows
     in ``seq`` order; its length, last hash and the epsilon spent by each analyst (None: the
     data owner's own charges).

@@ -24,7 +24,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import uuid
-from typing import Any
+from typing import IO, Any
 
 __all__ = ["Client", "ServiceError", "RedirectRefused", "TOKEN_RULE", "is_token"]
 
@@ -73,7 +73,9 @@ class _SameOriginRedirects(urllib.request.HTTPRedirectHandler):
     """Follows a redirect within the request's origin only: urllib would resend every header,
     the bearer token among them, to whatever host the Location names."""
 
-    def redirect_request(self, req, fp, code, msg, headers, newurl):  # noqa: ANN001, ANN201
+    def redirect_request(self, req: urllib.request.Request, fp: IO[bytes], code: int, msg: str,
+                         headers: http.client.HTTPMessage,
+                         newurl: str) -> urllib.request.Request | None:
         target = _origin(newurl)
         if target is None or target != _origin(req.full_url):
             fp.close()
@@ -119,7 +121,7 @@ class Client:
                                   "retry with the same request_id") from exc
 
     # -- analysts ------------------------------------------------------------------------------
-    def ask(self, query: dict, *, request_id: str | None = None) -> dict[str, Any]:
+    def ask(self, query: dict[str, Any], *, request_id: str | None = None) -> dict[str, Any]:
         """Ask one query; a retry with the same ``request_id`` returns the same answer."""
         rid = request_id if request_id is not None else uuid.uuid4().hex
         return self._call("POST", "/v1/query", {"query": query, "request_id": rid})

@@ -49,6 +49,7 @@ from fastmwem.service.store import (
 )
 
 if TYPE_CHECKING:
+    from fastmwem.data.sources.base import MarginalSource
     from fastmwem.random import RNGLike
 
 __all__ = ["QueryService", "Principal", "AuthError", "RateLimiter", "RateLimitError",
@@ -109,11 +110,11 @@ class RateLimiter:
 class QueryService:
     """A PMW session served to several analysts, with its state in ``store``."""
 
-    def __init__(self, store: Store, dataset: object, config: PMWConfig, *, admin_token: str,
-                 data_hash: str, rng: RNGLike = None) -> None:
+    def __init__(self, store: Store, dataset: MarginalSource, config: PMWConfig, *,
+                 admin_token: str, data_hash: str, rng: RNGLike = None) -> None:
         self.store = store
         self.config = config
-        self.domain: Domain = dataset.domain  # type: ignore[attr-defined]
+        self.domain: Domain = dataset.domain
         self._dataset = dataset
         self._rng = rng
         self._lock = threading.Lock()
@@ -267,8 +268,14 @@ class QueryService:
         return {"budget": float(budget), "spent": float(spent), "remaining": float(budget - spent),
                 "session": self._session_figures()}
 
+    def _global_budget(self) -> tuple[Fraction, Fraction]:
+        row = self.store.budget(GLOBAL)
+        if row is None:  # never for a state that passed verify()
+            raise StateError("the state has no global budget row")
+        return row
+
     def _session_figures(self) -> dict[str, object]:
-        budget, spent = self.store.budget(GLOBAL)  # type: ignore[misc]
+        budget, spent = self._global_budget()
         return {"epsilon": float(budget), "spent": float(spent),
                 "remaining": float(budget - spent), "updates": self.session.updates,
                 "max_updates": self.config.max_updates, "alpha": self.config.alpha}
@@ -276,7 +283,7 @@ class QueryService:
     def owner_budget(self) -> dict[str, object]:
         """The session's figures, the history of charges, the analysts and the ledger's head
         (its length and last hash: a copy kept elsewhere reveals a later rewrite)."""
-        budget = self.store.budget(GLOBAL)[0]  # type: ignore[index]
+        budget = self._global_budget()[0]
         names = {a["id"]: a["name"] for a in self.store.analysts()}
         spent = Fraction(0)
         history = []

@@ -26,9 +26,10 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from fastmwem.accounting import (
     Admit,
@@ -39,6 +40,9 @@ from fastmwem.accounting import (
 )
 from fastmwem.service import chain
 from fastmwem.service.chain import StateError
+
+if TYPE_CHECKING:
+    import psycopg
 
 __all__ = ["Store", "SQLiteStore", "PostgresStore", "open_store", "AnalystLedger", "StoredAnswer",
            "StateError", "TABLES"]
@@ -72,6 +76,29 @@ _APPEND_ONLY = "the ledger is append-only"
 
 GLOBAL = "global"
 
+#: A row read back: its values as the database driver returns them.
+Row = tuple[Any, ...]
+
+
+class _Closable(Protocol):
+    def close(self) -> None: ...
+
+
+class _Rows(Protocol):
+    def fetchall(self) -> list[Any]: ...
+
+
+class _DBCursor(_Rows, Protocol):
+    """What the store uses of a DB-API cursor (sqlite3's or psycopg's)."""
+
+    def execute(self, sql: str, parameters: tuple[object, ...], /) -> object: ...
+
+
+class _Connection(_Closable, Protocol):
+    """What :class:`Store` uses of a connection (sqlite3's or psycopg's)."""
+
+    def execute(self, sql: str, parameters: tuple[object, ...], /) -> _Rows: ...
+
 
 def analyst_scope(analyst_id: int) -> str:
     return f"analyst:{analyst_id}"
@@ -81,7 +108,7 @@ def analyst_scope(analyst_id: int) -> str:
 class StoredAnswer:
     analyst_id: int
     request_id: str
-    query: dict
+    query: dict[str, Any]
     value: float
     source: str
     charged: float
@@ -103,16 +130,16 @@ class Store:
 
     def __init__(self) -> None:
         # One connection a thread, kept here (not in thread-locals) so that close() ends all.
-        self._conns: dict[int, object] = {}
+        self._conns: dict[int, _Connection] = {}
         self._conns_lock = threading.Lock()
-        self._held: object = None
+        self._held: _Closable | None = None
         self._genesis: str | None = None
 
     # -- connections and transactions -------------------------------------------------------------
-    def _connect(self) -> object:
+    def _connect(self) -> _Connection:
         raise NotImplementedError
 
-    def _conn(self) -> object:
+    def _conn(self) -> _Connection:
         key = threading.get_ident()
         with self._conns_lock:
             conn = self._conns.get(key)
@@ -131,10 +158,10 @@ class Store:
     def _sql(self, text: str) -> str:
         return text if self.placeholder == "?" else text.replace("?", self.placeholder)
 
-    def query(self, sql: str, args: Sequence[object] = ()) -> list[tuple]:
+    def query(self, sql: str, args: Sequence[object] = ()) -> list[Row]:
         """Rows of one read statement (atomic on its own; no write lock taken)."""
         conn = self._conn()
-        return list(conn.execute(self._sql(sql), tuple(args)).fetchall())  # type: ignore[attr-defined]
+        return list(conn.execute(self._sql(sql), tuple(args)).fetchall())
 
     def _schema(self) -> list[str]:
         """The statements making the tables and the ledger's append-only trigger."""
@@ -154,9 +181,9 @@ class Store:
             conns, self._conns = list(self._conns.values()), {}
         for conn in conns:
             with contextlib.suppress(Exception):
-                conn.close()  # type: ignore[attr-defined]
+                conn.close()
         if self._held is not None:
-            self._held.close()  # type: ignore[attr-defined]
+            self._held.close()
             self._held = None
 
     # -- what the state is, and its checks ---------------------------------------------------------
@@ -242,7 +269,7 @@ class Store:
         rows = self.query("SELECT budget, spent FROM budgets WHERE scope = ?", (scope,))
         return (Fraction(rows[0][0]), Fraction(rows[0][1])) if rows else None
 
-    def add_analyst(self, name: str, budget: Fraction, make_hash: object) -> int:
+    def add_analyst(self, name: str, budget: Fraction, make_hash: Callable[[int], str]) -> int:
         """A new analyst row and its budget; ``make_hash(id)`` gives its token's hash."""
         with self.transaction() as cur:
             if cur.all("SELECT id FROM analysts WHERE name = ?", (name,)):
@@ -251,7 +278,7 @@ class Store:
                     (name, time.time()))
             analyst_id = int(cur.all("SELECT id FROM analysts WHERE name = ?", (name,))[0][0])
             cur.run("UPDATE analysts SET token_hash = ? WHERE id = ?",
-                    (make_hash(analyst_id), analyst_id))  # type: ignore[operator]
+                    (make_hash(analyst_id), analyst_id))
             cur.run("INSERT INTO budgets (scope, budget, spent) VALUES (?, ?, '0')",
                     (analyst_scope(analyst_id), str(budget)))
         return analyst_id
@@ -333,7 +360,7 @@ class Store:
         with self.transaction() as cur:
             cur.run("UPDATE session SET total = ? WHERE id = 1", (total,))
 
-    def measurements(self) -> list[tuple[dict, float]]:
+    def measurements(self) -> list[tuple[dict[str, Any], float]]:
         rows = self.query("SELECT query, value FROM measurements ORDER BY seq")
         return [(json.loads(q), float(v)) for q, v in rows]
 
@@ -367,7 +394,7 @@ class Store:
         it (one process serves a state); :meth:`close` gives it up."""
 
 
-def _answers(rows: list[tuple]) -> list[StoredAnswer]:
+def _answers(rows: list[Row]) -> list[StoredAnswer]:
     return [StoredAnswer(int(a), r, json.loads(q), float(v), s, float(c), int(u), float(t))
             for a, r, q, v, s, c, u, t in rows]
 
@@ -375,16 +402,16 @@ def _answers(rows: list[tuple]) -> list[StoredAnswer]:
 class _Cursor:
     """``run`` (no result) and ``all`` (rows) on one connection, with the store's placeholders."""
 
-    def __init__(self, store: Store, cursor: object) -> None:
+    def __init__(self, store: Store, cursor: _DBCursor) -> None:
         self._store = store
         self._cursor = cursor
 
     def run(self, sql: str, args: Sequence[object] = ()) -> None:
-        self._cursor.execute(self._store._sql(sql), tuple(args))  # type: ignore[attr-defined]
+        self._cursor.execute(self._store._sql(sql), tuple(args))
 
-    def all(self, sql: str, args: Sequence[object] = ()) -> list[tuple]:
+    def all(self, sql: str, args: Sequence[object] = ()) -> list[Row]:
         self.run(sql, args)
-        return list(self._cursor.fetchall())  # type: ignore[attr-defined]
+        return list(self._cursor.fetchall())
 
 
 class SQLiteStore(Store):
@@ -455,8 +482,8 @@ class SQLiteStore(Store):
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[_Cursor]:
-        conn = self._conn()
-        cursor = conn.cursor()  # type: ignore[attr-defined]
+        conn = cast(sqlite3.Connection, self._conn())  # made by _connect
+        cursor = conn.cursor()
         # IMMEDIATE takes the write lock at once: a read-then-write inside cannot be overtaken.
         cursor.execute("BEGIN IMMEDIATE")
         try:
@@ -521,7 +548,7 @@ class PostgresStore(Store):
         self._psycopg = psycopg
         self.url = url
 
-    def _connect(self) -> object:
+    def _connect(self) -> psycopg.Connection[Row]:
         return self._psycopg.connect(self.url, autocommit=True)
 
     def _schema(self) -> list[str]:
@@ -545,8 +572,8 @@ class PostgresStore(Store):
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[_Cursor]:
-        conn = self._conn()
-        with conn.transaction(), conn.cursor() as cursor:  # type: ignore[attr-defined]
+        conn = cast("psycopg.Connection[Row]", self._conn())  # made by _connect
+        with conn.transaction(), conn.cursor() as cursor:
             yield _Cursor(self, cursor)
 
     def lease(self) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -193,7 +194,7 @@ class Marginals(LinearWorkload):
         shape = self.domain.shape
         tail = [int(np.prod(shape[i:])) for i in range(len(shape) + 1)]
         # stack[j] = [prefix of length j, next axis its chain has not summed out, chain array]
-        stack: list[list] = [[(), 0, hist.reshape(1, tail[0])]]
+        stack: list[list[Any]] = [[(), 0, hist.reshape(1, tail[0])]]
         out = np.empty(self.n_queries)
         for g in sorted(range(self.n_groups), key=lambda i: self.axes[i]):
             axes = self.axes[g]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -20,7 +22,7 @@ if TYPE_CHECKING:
     import scipy.sparse as sp
 
 
-def _sparse():  # -> the scipy.sparse module
+def _sparse() -> ModuleType:
     """scipy.sparse, imported on first use: it adds 0.3 s to every command-line start."""
     import scipy.sparse
 
@@ -54,7 +56,8 @@ def _check_offsets(groups: object, n_queries: int) -> np.ndarray:
 _CHUNK_ENTRIES = 1 << 21
 
 
-def _chunks(values: np.ndarray):  # -> iterator of row blocks (or the sparse data vector)
+def _chunks(values: np.ndarray) -> Iterator[np.ndarray]:
+    # row blocks (or the sparse data vector whole)
     if values.ndim != 2:
         yield values
         return

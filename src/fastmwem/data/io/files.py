@@ -6,6 +6,7 @@ import codecs
 import importlib
 import json
 import os
+from types import ModuleType
 
 __all__ = ["check_input_file", "load_json", "not_utf8_error", "read_lines", "read_text",
            "require_module"]
@@ -138,7 +139,7 @@ def load_json(path: str | os.PathLike[str], what: str) -> object:
         raise ValueError(f"{what} {name!r} is not valid JSON: {exc}") from None
 
 
-def require_module(module: str, extra: str, what: str):  # -> module
+def require_module(module: str, extra: str, what: str) -> ModuleType:
     """Import an optional dependency, or raise an ``ImportError`` naming the extra to install."""
     try:
         return importlib.import_module(module)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
+from types import ModuleType
 from typing import IO, TYPE_CHECKING
 
 from fastmwem.data.io.checks import check_columns, check_extra_columns_option, check_frame
@@ -30,7 +31,7 @@ def is_parquet_path(path: str | os.PathLike[str]) -> bool:
     return os.fspath(path).lower().endswith(PARQUET_SUFFIXES)
 
 
-def require_pyarrow():  # -> module pyarrow.parquet
+def require_pyarrow() -> ModuleType:
     """``pyarrow.parquet``, or an ``ImportError`` that says which extra to install."""
     return require_module("pyarrow.parquet", "parquet", "reading and writing Parquet files")
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -118,7 +118,7 @@ class QuerySource:
     # -- the MarginalSource protocol ---------------------------------------------------------
     @property
     def domain(self) -> Domain:
-        return self._domain  # type: ignore[return-value]  # set by _open
+        return cast(Domain, self._domain)  # set by _open
 
     def __len__(self) -> int:
         return self._n

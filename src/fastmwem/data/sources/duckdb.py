@@ -23,8 +23,9 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -36,6 +37,11 @@ from fastmwem.data.io.parquet import is_parquet_path
 from fastmwem.data.schema import Schema
 from fastmwem.data.sources._engine import SETS_PER_QUERY, QuerySource, target_domain
 from fastmwem.data.sources._sql import DUCKDB, Check, flags_query
+
+if TYPE_CHECKING:
+    from duckdb import DuckDBPyConnection
+
+_T = TypeVar("_T")
 
 __all__ = ["DuckDBSource"]
 
@@ -108,7 +114,8 @@ class DuckDBSource(QuerySource):
         self._temp = temp
         self._error = duckdb.Error
         try:
-            self._con = _connect(duckdb, {**config, "temp_directory": temp}, memory_limit)
+            # the connection, then None once closed
+            self._con: Any = _connect(duckdb, {**config, "temp_directory": temp}, memory_limit)
             # no progress bar: DuckDB would print it on stdout, which is the caller's
             self._con.execute("SET enable_progress_bar = false")
             self._sets_per_query = self._plan_queries()
@@ -163,7 +170,7 @@ class DuckDBSource(QuerySource):
     def _source(self) -> str:
         return self._table
 
-    def _run(self, work):  # -> whatever work returns
+    def _run(self, work: Callable[[], _T]) -> _T:
         """Run ``work``; turn DuckDB's errors into ones that name the file, never its cells."""
         try:
             return work()
@@ -231,7 +238,7 @@ class DuckDBSource(QuerySource):
             shutil.rmtree(self._temp, ignore_errors=True)
 
 
-def _duckdb():  # -> module duckdb
+def _duckdb() -> ModuleType:
     import duckdb
 
     return duckdb
@@ -256,7 +263,8 @@ def _config(memory_limit: str | None, threads: int | None) -> dict[str, str]:
             "disabled_optimizers": "statistics_propagation"}
 
 
-def _connect(duckdb, config: dict[str, str], memory_limit: str | None):  # -> a connection
+def _connect(duckdb: ModuleType, config: dict[str, str], memory_limit: str | None
+             ) -> DuckDBPyConnection:
     try:
         return duckdb.connect(":memory:", config=config)
     except duckdb.Error as exc:

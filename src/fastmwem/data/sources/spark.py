@@ -16,8 +16,8 @@ import os
 import re
 import sys
 import uuid
-from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -33,6 +33,8 @@ from fastmwem.data.sources._sql import SPARK, Check, flags_query
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import DataType
+
+_T = TypeVar("_T")
 
 __all__ = ["SparkSource", "spark_session"]
 
@@ -147,7 +149,7 @@ class SparkSource(QuerySource):
         finally:
             conf.set("spark.sql.caseSensitive", "false" if before is None else before)
 
-    def _run(self, work):  # -> whatever work returns
+    def _run(self, work: Callable[[], _T]) -> _T:
         """Run ``work``; Spark's errors become ones that name the file, never its cells."""
         try:
             return work()
