@@ -10,7 +10,7 @@ import pytest
 from fastmwem.data import Domain
 from fastmwem.models import FactoredState, MWState
 from fastmwem.models.fit import FitMeasurement, FitReport, fit
-from fastmwem.release._rounds import Measurement
+from fastmwem.release.mwem.rounds import Measurement
 from fastmwem.workloads import Marginals, RandomCountingQueries
 
 SMALL = Domain(["a", "b", "c", "d"], [2, 3, 4, 3])
