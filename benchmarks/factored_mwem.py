@@ -40,7 +40,7 @@ import numpy as np
 from fastmwem.data import Dataset, Domain
 from fastmwem.datasets import load_nltcs
 from fastmwem.mechanisms import Laplace
-from fastmwem.release import mwem, mwem_auto
+from fastmwem.release import mwem, mwem_with_defaults
 from fastmwem.workloads import Marginals
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -189,7 +189,7 @@ def cli_runs(data_dir: str, names: list[str], seeds: int) -> list[dict]:
                 with open(report, encoding="utf-8") as fh:
                     payload = json.load(fh)
                 # The model's errors: the same run again in-process (same seed, same defaults).
-                result, _ = mwem_auto(data, Marginals.all_kway(data.domain, 3), epsilon=1.0,
+                result = mwem_with_defaults(data, Marginals.all_kway(data.domain, 3), epsilon=1.0,
                                       rng=seed)
                 rows.append({"data": name, "seed": seed, "seconds": seconds,
                              "cells": float(data.domain.size), "records": len(data),

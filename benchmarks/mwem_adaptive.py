@@ -1,6 +1,6 @@
 """MWEM error vs epsilon: pure DP and zCDP, fixed and adaptive rounds (fastmwem only).
 
-Each configuration runs :func:`fastmwem.release.mwem.auto.mwem_auto` (what ``fastmwem synth``
+Each configuration runs :func:`fastmwem.release.mwem_with_defaults` (what ``fastmwem synth``
 runs) on all 3-way marginals of a table, 3 seeds, and scores the synthetic distribution by the
 mean L1 distance between normalised true and synthetic 3-way marginals
 (:func:`fastmwem.evaluation.workload_error` for a dense model, inference for a factored one).
@@ -34,7 +34,7 @@ import numpy as np
 
 from fastmwem.datasets import load_nltcs
 from fastmwem.evaluation import answer_error, workload_error
-from fastmwem.release.mwem.auto import mwem_auto
+from fastmwem.release import mwem_with_defaults
 from fastmwem.release.mwem.data_view import answers_from_marginals
 from fastmwem.workloads import Marginals
 
@@ -92,11 +92,11 @@ def main() -> None:
         for eps in args.epsilons:
             for seed in range(args.seeds):
                 started = time.process_time()
-                result, choices = mwem_auto(data, workload, epsilon=eps, rng=seed,
+                result = mwem_with_defaults(data, workload, epsilon=eps, rng=seed,
                                             **CONFIGS[name])
                 seconds = time.process_time() - started
                 rows.append({"config": name, "epsilon": eps, "seed": seed,
-                             "cpu_seconds": seconds, "rounds": choices.rounds,
+                             "cpu_seconds": seconds, "rounds": result.choices.rounds,
                              "mean_l1_3way": score(data, result, workload),
                              "guarantee": result.guarantee})
                 print(json.dumps({k: rows[-1][k] for k in

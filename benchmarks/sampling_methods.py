@@ -1,6 +1,6 @@
 """Written records beside the model: independent, systematic and matched sampling.
 
-One model per seed (``mwem_auto``, all 3-way marginals, epsilon 1, pure DP, default options) on
+One model per seed (``mwem_with_defaults``, all 3-way marginals, epsilon 1, pure DP, default options) on
 adult (a junction tree; needs ``--data DIR``) and NLTCS (dense, bundled); then records drawn from
 it by each method at 1x and 4x the noisy record count. For each: mean L1 over all 2-way and
 3-way marginals of the records against the real data (the model's own error beside it) and the
@@ -28,7 +28,7 @@ from factored_mwem import DEFAULT_DATA, RESULTS, Truth, load, records_marginal, 
 
 from fastmwem.datasets import load_nltcs
 from fastmwem.models.matching import match_marginals
-from fastmwem.release import mwem_auto
+from fastmwem.release import mwem_with_defaults
 from fastmwem.workloads import Marginals
 
 METHODS = ("independent", "systematic", "matched")
@@ -47,10 +47,10 @@ def runs(name: str, data, seeds: int, multiples: tuple[int, ...]) -> list[dict]:
     truth = Truth(data)
     rows = []
     for seed in range(seeds):
-        result, choices = mwem_auto(data, Marginals.all_kway(data.domain, 3), epsilon=1.0,
+        result = mwem_with_defaults(data, Marginals.all_kway(data.domain, 3), epsilon=1.0,
                                     rng=seed)
         model = truth.errors(result_marginal(result, data.domain))
-        count = max(1, int(round(choices.record_count)))
+        count = max(1, int(round(result.choices.record_count)))
         for multiple in multiples:
             for method in METHODS:
                 started = time.perf_counter()

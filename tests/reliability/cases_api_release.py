@@ -1,4 +1,4 @@
-"""Bad inputs of the workloads and of the releases (``mwem``, ``mwem_auto``, ``pmw``)."""
+"""Bad inputs of the workloads and of the releases (``mwem``, ``mwem_with_defaults``, ``pmw``)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from fastmwem.data import (
     Integer,
     Schema,
 )
-from fastmwem.release import mwem, mwem_auto, mwem_resources
+from fastmwem.release import mwem, mwem_resources, mwem_with_defaults
 from fastmwem.release import pmw_offline as pmw
 from fastmwem.release.mwem import MWEMConfig
 from fastmwem.workloads import (
@@ -195,16 +195,16 @@ def register_api_release() -> None:
 
     good("mwem_resources_2_26_estimate", area, resources_2_26)
 
-    # mwem_auto and pmw
-    bad("mwem_auto_accountant_small", area,
-        lambda c: quiet(lambda: mwem_auto(data, work, epsilon=1.0, accountant=c.acc(0.5),
+    # mwem_with_defaults and pmw
+    bad("with_defaults_accountant_small", area,
+        lambda c: quiet(lambda: mwem_with_defaults(data, work, epsilon=1.0, accountant=c.acc(0.5),
                                           rng=np.random.default_rng(0))), "exceed")
-    bad("mwem_auto_rounds_zero", area,
-        lambda c: quiet(lambda: mwem_auto(data, work, epsilon=1.0, rounds=0,
+    bad("with_defaults_rounds_zero", area,
+        lambda c: quiet(lambda: mwem_with_defaults(data, work, epsilon=1.0, rounds=0,
                                           accountant=c.acc(), rng=np.random.default_rng(0))),
         "rounds")
-    bad("mwem_auto_count_fraction_zero", area,
-        lambda c: quiet(lambda: mwem_auto(data, work, epsilon=1.0, count_fraction=0.0,
+    bad("with_defaults_count_fraction_zero", area,
+        lambda c: quiet(lambda: mwem_with_defaults(data, work, epsilon=1.0, count_fraction=0.0,
                                           accountant=c.acc(), rng=np.random.default_rng(0))),
         "count_fraction")
 

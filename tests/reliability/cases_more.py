@@ -23,7 +23,7 @@ from fastmwem.mechanisms import (
     Geometric,
     Laplace,
 )
-from fastmwem.release import mwem, mwem_auto
+from fastmwem.release import mwem, mwem_with_defaults
 from fastmwem.release import pmw_offline as pmw
 from fastmwem.workloads import (
     Marginals,
@@ -210,11 +210,11 @@ def register_more() -> None:
     good("mwem_epsilon_1e300", "valid api", huge_epsilon(
         lambda acc: mwem(data, work, epsilon=1e300, rounds=3, rng=np.random.default_rng(0),
                          accountant=acc)))
-    good("mwem_auto_epsilon_1e300", "valid api", huge_epsilon(
-        lambda acc: mwem_auto(data, work, epsilon=1e300, rng=np.random.default_rng(0),
-                              accountant=acc)))
-    good("mwem_auto_epsilon_1e-6", "valid api", lambda c: str(quiet(lambda: mwem_auto(
-        data, work, epsilon=1e-6, rng=np.random.default_rng(0), accountant=c.acc(1e-6)))[1]))
+    good("with_defaults_epsilon_1e300", "valid api", huge_epsilon(
+        lambda acc: mwem_with_defaults(data, work, epsilon=1e300, rng=np.random.default_rng(0),
+                                       accountant=acc)))
+    good("with_defaults_epsilon_1e-6", "valid api", lambda c: str(quiet(lambda: mwem_with_defaults(
+        data, work, epsilon=1e-6, rng=np.random.default_rng(0), accountant=c.acc(1e-6))).choices))
     bad("topk_cdp_peel_epsilon_1e308", "cli topk",
         lambda c: c.cli("topk", counts_csv(c), "--k", "3", "--epsilon", "1e308",
                         "--count-column", "votes", "--method", "cdp-peel"), "epsilon")

@@ -33,7 +33,7 @@ from fastmwem.mechanisms import (
     LazyExponentialMechanism,
 )
 from fastmwem.mechanisms.topk import JointTopK
-from fastmwem.release import mwem, mwem_auto
+from fastmwem.release import mwem, mwem_with_defaults
 from fastmwem.release import pmw_offline as pmw
 from fastmwem.workloads import (
     Marginals,
@@ -293,11 +293,11 @@ def register_valid_api() -> None:
 
     def auto_one_column(ctx: Ctx) -> str:
         one, dd = small_data({"a": 5}, rows=200)
-        result, choices = mwem_auto(one, Marginals.all_kway(dd, 1), epsilon=1.0,
+        result = mwem_with_defaults(one, Marginals.all_kway(dd, 1), epsilon=1.0,
                                     rng=np.random.default_rng(0), accountant=ctx.acc())
-        return f"{choices.rounds} rounds"
+        return f"{result.choices.rounds} rounds"
 
-    good("mwem_auto_one_column", area, auto_one_column)
+    good("with_defaults_one_column", area, auto_one_column)
 
     def seeded(ctx: Ctx) -> str:
         acc = ctx.acc()
@@ -317,13 +317,13 @@ def register_valid_api() -> None:
 
     def ledger_display(ctx: Ctx) -> str:
         acc = ctx.acc(1.0)
-        quiet(lambda: mwem_auto(data, Marginals.all_kway(dom, 2), epsilon=1.0,
+        quiet(lambda: mwem_with_defaults(data, Marginals.all_kway(dom, 2), epsilon=1.0,
                                 rng=np.random.default_rng(0), accountant=acc))
         shown = repr(acc.spent())
         ctx.check("999999" not in shown and "000000" not in shown, f"ledger shows {shown}")
         return shown
 
-    good("accountant_display_after_mwem_auto", area, ledger_display)
+    good("accountant_display_after_with_defaults", area, ledger_display)
     good("pmw_small", area,
          lambda c: finite(quiet(lambda: pmw(data, Marginals.all_kway(dom, 2), epsilon=1.0,
                                              delta=1e-6, rounds=5, rng=np.random.default_rng(0),
