@@ -137,7 +137,7 @@ class MWEMResult:
     updates_skipped: bool = False
     model: SyntheticState | None = None
     measured_workload: LinearWorkload | None = None
-    guarantee: dict | None = None
+    guarantee: dict[str, object] | None = None
     round_ledger: tuple[LedgerEntry, ...] = ()
     choices: MWEMChoices | None = None
 

@@ -99,7 +99,7 @@ def _weights(domain: Domain, values: object) -> np.ndarray:
     return arr
 
 
-def _from_spec(domain: Domain, spec: dict) -> np.ndarray:
+def _from_spec(domain: Domain, spec: dict[str, object]) -> np.ndarray:
     if len(spec) != 1 or next(iter(spec)) not in QUERY_FORMS:
         raise ValueError(f"a query must have exactly one of the keys {list(QUERY_FORMS)}, got "
                          f"{sorted(map(str, spec))}")

@@ -184,7 +184,7 @@ class PMWRecord:
     count_paid: bool = False
     epochs_paid: int = 0
     noisy_threshold: int | None = None
-    measurements: list[tuple[dict, float]] = field(default_factory=list)
+    measurements: list[tuple[dict[str, object], float]] = field(default_factory=list)
     ledger: list[LedgerEntry] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, object]:
@@ -274,14 +274,14 @@ def _check_record(record: PMWRecord) -> None:
 class _Query:
     """A query on the integer grid: ``vector = weights * scale`` is what is answered."""
 
-    spec: dict
+    spec: dict[str, object]
     weights: np.ndarray  # int64
     scale: float
     sensitivity: int  # max |weights|
     vector: np.ndarray
 
 
-def _on_grid(spec: dict, vec: np.ndarray) -> _Query:
+def _on_grid(spec: dict[str, object], vec: np.ndarray) -> _Query:
     """Integer weights: the query itself when its weights are integers within +-GRID, else
     ``round(q / max|q| * GRID)`` (the answered query then differs by at most 2**-21 of max|q|).
 
