@@ -104,7 +104,7 @@ def plan_total(plan: list[tuple[PrivacyEvent, str]], privacy: str) -> Fraction:
     return definition_of(privacy).plan_total(plan)
 
 
-def guarantee(privacy: object, spent: Fraction, delta: object = None) -> dict[str, object]:
+def guarantee(privacy: object, spent: Fraction, delta: float | None = None) -> dict[str, object]:
     """The guarantee a run's charges give, for its report.
 
     Pure DP: ``{"definition": "pure", "epsilon": ...}``. zCDP: ``{"definition": "zcdp", "rho":
@@ -174,8 +174,7 @@ class PrivacyDefinition:
 
     def check_accountant(self, accountant: object) -> None:
         """Refuse an accountant that cannot compose this definition's events."""
-        if not isinstance(accountant, Accountant):
-            raise TypeError(f"accountant must be an Accountant, got {type(accountant).__name__}")
+        _as_accountant(accountant)
 
     def plan_total(self, plan: list[tuple[PrivacyEvent, str]]) -> Fraction:
         """The total cost of a plan of ``(event, label)``, exact."""
@@ -292,16 +291,23 @@ class ZCDPDefinition(PrivacyDefinition):
         return Accountant(rho=budget)
 
     def check_accountant(self, accountant: object) -> None:
-        super().check_accountant(accountant)
+        checked = _as_accountant(accountant)
         try:  # a pure or (epsilon, delta) accountant has no price for a zCDP event
-            accountant.can_afford(ZCDP(Fraction(1, 10**30)))  # type: ignore[attr-defined]
+            checked.can_afford(ZCDP(Fraction(1, 10**30)))
         except ValueError:
             raise ValueError("privacy='zcdp' needs an accountant that composes in zCDP: "
                              "Accountant(rho=...) or Accountant(epsilon=..., delta=..., "
                              "composition='zcdp')") from None
 
 
-def definition_of(privacy: object, delta: object = None) -> PrivacyDefinition:
+def _as_accountant(accountant: object) -> Accountant:
+    """``accountant``, refused unless it is an :class:`~fastmwem.accounting.Accountant`."""
+    if not isinstance(accountant, Accountant):
+        raise TypeError(f"accountant must be an Accountant, got {type(accountant).__name__}")
+    return accountant
+
+
+def definition_of(privacy: object, delta: float | None = None) -> PrivacyDefinition:
     """The definition ``privacy`` names: ``"pure"``, ``"zcdp"`` (with ``delta`` for its
     report), or a :class:`PrivacyDefinition`, returned as it is.
 
@@ -313,5 +319,5 @@ def definition_of(privacy: object, delta: object = None) -> PrivacyDefinition:
     if privacy == "pure":
         return PureDefinition()
     if privacy == "zcdp":
-        return ZCDPDefinition(delta=delta)  # type: ignore[arg-type]
+        return ZCDPDefinition(delta=delta)
     raise ValueError(f"privacy must be one of {list(PRIVACY_DEFINITIONS)}, got {privacy!r}")

@@ -12,6 +12,8 @@ charge.
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
 from fastmwem.data.domain import Domain
@@ -95,7 +97,10 @@ def as_linear_workload(workload: object) -> LinearWorkload:
         raise TypeError(f"workload must be a fastmwem workload or satisfy the "
                         f"fastmwem.workloads.Workload protocol; {type(workload).__name__} lacks "
                         f"{', '.join(missing)}")
-    if not isinstance(workload.domain, Domain):  # type: ignore[attr-defined]
+    # Every member is present (checked above); the domain's type is checked next, the other
+    # members' types where a release uses them.
+    members = cast(Workload, workload)
+    if not isinstance(members.domain, Domain):
         raise TypeError(f"workload.domain must be a fastmwem Domain, got "
-                        f"{type(workload.domain).__name__}")  # type: ignore[attr-defined]
-    return ProtocolWorkload(workload)  # type: ignore[arg-type]
+                        f"{type(members.domain).__name__}")
+    return ProtocolWorkload(members)
