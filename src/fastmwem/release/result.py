@@ -5,14 +5,14 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, SupportsFloat, cast
 
 import numpy as np
 
 from fastmwem._validation import check_int, check_memory
 from fastmwem.accounting import LedgerEntry, PrivacyEvent, ledger_records
 from fastmwem.data.domain import Domain
-from fastmwem.models.factored import marginal_axes
+from fastmwem.models.factored import FactoredState, marginal_axes
 from fastmwem.models.matching import match_bytes
 from fastmwem.models.sampling import check_sampling
 from fastmwem.models.state import SyntheticState, sample_records
@@ -147,11 +147,16 @@ class MWEMResult:
         return "seeded" in self.rng_provenance
 
     @property
+    def _factored(self) -> SyntheticState:
+        """The model of a result without a histogram (a release sets exactly one of the two)."""
+        return cast(SyntheticState, self.model)
+
+    @property
     def distribution(self) -> np.ndarray:
         """The synthetic distribution over every cell (dense runs only)."""
         if self.histogram is None:
             raise ValueError(
-                f"this synthetic distribution is factored ({self.model.kind}, "  # type: ignore[union-attr]
+                f"this synthetic distribution is factored ({self._factored.kind}, "
                 f"{self.domain.size} cells): use answer() or sample(), not a dense histogram")
         return self.histogram / self.histogram.sum()
 
@@ -164,7 +169,7 @@ class MWEMResult:
         if w.domain != self.domain:
             raise ValueError("workload has a different domain from the synthetic data")
         if self.histogram is None:
-            return self.model.answer(w) * self.total  # type: ignore[union-attr]
+            return self._factored.answer(w) * self.total
         return w.answer(self.histogram)
 
     def sample(self, n: int | None = None, *, rng: RNGLike = None, decode: bool = True,
@@ -233,8 +238,7 @@ class MWEMResult:
         systematic = method != "independent"
         match = (marginal_axes(self.workload) or []) if method == "matched" else []
         if self.histogram is None:
-            frame = self.model.sample(count, generator,  # type: ignore[union-attr]
-                                      systematic=systematic, match=match)
+            frame = self._factored.sample(count, generator, systematic=systematic, match=match)
         else:
             frame = sample_records(self.histogram, self.domain, count, generator,
                                    systematic=systematic, match=match)
@@ -292,15 +296,16 @@ class MWEMResult:
         """The kind of synthetic model and, when factored, its cliques (public structure)."""
         if self.model is None:
             return {"kind": "dense"}
-        return {"kind": self.model.kind,
-                "cliques": [list(c) for c in self.model.cliques]}  # type: ignore[attr-defined]
+        # A model kept instead of a dense histogram is a factored one.
+        factored = cast(FactoredState, self.model)
+        return {"kind": factored.kind, "cliques": [list(c) for c in factored.cliques]}
 
 
-def released_number(value: object) -> int | float:
+def released_number(value: SupportsFloat) -> int | float:
     """A noisy value as JSON writes it: an ``int`` when it is one (integer noise), else a float.
 
     >>> released_number(3.0), released_number(0.5)
     (3, 0.5)
     """
-    number = float(value)  # type: ignore[arg-type]
+    number = float(value)
     return int(number) if number.is_integer() else number
