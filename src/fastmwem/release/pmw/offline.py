@@ -20,7 +20,7 @@ import math
 import time
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import numpy as np
 
@@ -56,6 +56,12 @@ __all__ = ["OfflinePMWConfig", "pmw_offline", "pmw_offline_privacy_plan", "MAX_L
 #: Largest MW step ``eta``. A step multiplies cells by up to ``exp(+-eta)``: far below the float
 #: range's ``exp(709)``, so no update can overflow, or erase the whole distribution at once.
 MAX_LEARNING_RATE = 100.0
+
+
+class _Histogram(Protocol):
+    """What a run reads from its dataset."""
+
+    def histogram(self) -> np.ndarray: ...
 
 
 @dataclass(frozen=True)
@@ -175,7 +181,7 @@ def _accountant_for(config: OfflinePMWConfig) -> Accountant:
 
 def pmw_offline(dataset: object, workload: LinearWorkload, *, epsilon: float, delta: float, rounds: int = 100,
         rng: RNGLike = None, accountant: Accountant | None = None, schema: Schema | None = None,
-        **options: object) -> MWEMResult:
+        **options: Any) -> MWEMResult:
     """Offline private multiplicative weights (Fast-MWEM Algorithm 2 with ``selection="lazy"``).
 
     Privacy: ``(epsilon, delta)``-DP under add/remove-one-record neighbours. Each round is one
@@ -204,7 +210,7 @@ def pmw_offline(dataset: object, workload: LinearWorkload, *, epsilon: float, de
         An :class:`~fastmwem.release.result.MWEMResult` whose ``measurements`` are empty and whose
         ``selected`` ids run over ``2m`` candidates (``j >= m`` is the negated query ``j - m``).
     """
-    config = OfflinePMWConfig(epsilon=epsilon, delta=delta, rounds=rounds, **options)  # type: ignore[arg-type]
+    config = OfflinePMWConfig(epsilon=epsilon, delta=delta, rounds=rounds, **options)
     workload = as_linear_workload(workload)
     domain = check_release_inputs(dataset, workload)
     check_dense(domain.size, "the domain", "pmw_offline keeps a dense histogram")
@@ -217,7 +223,9 @@ def pmw_offline(dataset: object, workload: LinearWorkload, *, epsilon: float, de
     generator = make_rng(rng)
     provenance = check_rng(rng, "pmw_offline")
     accountant.compose_all(plan)  # all or nothing, before the data is read
-    result = _run(dataset, workload, domain, config, chooser, generator, accountant, schema)
+    # a Dataset (check_release_inputs); the dense run reads its histogram
+    result = _run(cast(_Histogram, dataset), workload, domain, config, chooser, generator,
+                  accountant, schema)
     return dataclasses.replace(result, rng_provenance=provenance)
 
 
@@ -269,10 +277,10 @@ def _make_chooser(config: OfflinePMWConfig, workload: LinearWorkload) -> _ScanCh
     return _ScanChooser(workload, eps0)
 
 
-def _run(dataset: object, workload: LinearWorkload, domain: Domain, config: OfflinePMWConfig,
+def _run(dataset: _Histogram, workload: LinearWorkload, domain: Domain, config: OfflinePMWConfig,
          chooser: _ScanChooser | _LazyChooser, rng: np.random.Generator,
          accountant: Accountant, schema: Schema | None) -> MWEMResult:
-    true_hist = np.asarray(dataset.histogram(), dtype=np.float64)  # type: ignore[attr-defined]
+    true_hist = np.asarray(dataset.histogram(), dtype=np.float64)
     if config.total is None:
         noisy = Laplace(epsilon=config.count_epsilon(), integer=True).release(
             float(true_hist.sum()), rng=rng)

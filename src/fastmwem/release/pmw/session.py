@@ -17,10 +17,10 @@ import json
 import math
 import os
 import warnings
-from collections.abc import Sequence, Sized
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import cast
+from typing import Any, Protocol, cast
 
 import numpy as np
 
@@ -67,6 +67,14 @@ MIN_QUERY_PEAK = 2.0**-1000
 #: Ledger labels of the session's charges (a store reads the number of paid epochs from them).
 EPOCH_LABEL = "PMW epoch"
 COUNT_LABEL = "PMW record count"
+
+
+class _Records(Protocol):
+    """What a session reads from its dataset: a Dataset (checked when the session is set up)."""
+
+    def __len__(self) -> int: ...
+
+    def histogram(self) -> np.ndarray: ...
 
 
 class SessionExhaustedError(BudgetExceededError):
@@ -367,9 +375,8 @@ class PMWSession:
 
     def __init__(self, dataset: object, *, epsilon: float, alpha: float, max_updates: int,
                  rng: RNGLike = None, accountant: Accountant | None = None,
-                 **options: object) -> None:
-        config = PMWConfig(epsilon=epsilon, alpha=alpha, max_updates=max_updates,
-                           **options)  # type: ignore[arg-type]
+                 **options: Any) -> None:
+        config = PMWConfig(epsilon=epsilon, alpha=alpha, max_updates=max_updates, **options)
         self._setup(dataset, PMWRecord(config), rng, accountant)
         self._pay_count()
 
@@ -398,8 +405,9 @@ class PMWSession:
         if not isinstance(domain, Domain) or not callable(getattr(dataset, "histogram", None)):
             raise TypeError(f"dataset must be a fastmwem Dataset, got {type(dataset).__name__}")
         check_dense(domain.size, "the domain", "PMWSession keeps a dense histogram")
+        records = cast(_Records, dataset)  # a Dataset (checked above)
         # The record count is private: the refusal names the public bound only.
-        if len(cast("Sized", dataset)) > MAX_RECORDS:  # a Dataset (checked above)
+        if len(records) > MAX_RECORDS:
             raise ValueError("PMWSession handles at most 2**40 records")
         if accountant is None:
             accountant = Accountant(epsilon=record.config.epsilon)
@@ -409,7 +417,7 @@ class PMWSession:
         self.domain = domain
         self.config = record.config
         self.accountant = accountant
-        self._dataset = dataset
+        self._dataset = records
         self._record = record
         self._rng = make_rng(rng)
         self.rng_provenance = check_rng(rng, "PMWSession", stacklevel=4)
@@ -434,7 +442,7 @@ class PMWSession:
             if not record.count_paid:
                 self.accountant.compose(PureDP(Fraction(split["count"])), label=COUNT_LABEL)
                 record.count_paid = True
-            n = len(cast("Sized", self._dataset))
+            n = len(self._dataset)
             noisy = int(Geometric(epsilon=split["count"]).release(n, rng=self._rng))
             record.total = float(max(1, noisy))  # clipping is post-processing
         if self._state is None:
@@ -467,12 +475,15 @@ class PMWSession:
     @property
     def total(self) -> float:
         """The (noisy or public) record count the synthetic answers are scaled to."""
-        return float(self._record.total)  # type: ignore[arg-type]
+        total = self._record.total
+        if total is None:  # set by the constructor (paid for or public) before it returns
+            raise RuntimeError("the session has no record count yet")
+        return float(total)
 
     @property
     def distribution(self) -> np.ndarray:
         """A copy of the synthetic distribution (public: post-processing of releases)."""
-        return self._state.distribution.copy()  # type: ignore[union-attr]
+        return self._mw().distribution.copy()
 
     @property
     def noisy_threshold(self) -> int | None:
@@ -573,5 +584,5 @@ class PMWSession:
 
     def _counts(self) -> np.ndarray:
         if self._histogram is None:
-            self._histogram = np.rint(self._dataset.histogram()).astype(np.int64)  # type: ignore[attr-defined]
+            self._histogram = np.rint(self._dataset.histogram()).astype(np.int64)
         return self._histogram
