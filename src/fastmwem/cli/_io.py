@@ -3,7 +3,8 @@
 Every path is checked before anything is read or any budget is spent: outputs must be creatable
 regular files that are neither an input nor another output of the run. Outputs are then written
 to temporary files beside their targets and renamed into place together at the end, so a failed
-or interrupted run leaves every output as it was.
+or interrupted run leaves every output as it was. Files ending in ``.parquet`` (``.pq``,
+``.parq``) are written as Parquet, anything else as CSV.
 """
 
 from __future__ import annotations
@@ -15,18 +16,18 @@ import shutil
 import signal
 import stat
 import tempfile
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from typing import IO, TYPE_CHECKING, TypeVar
 
 from fastmwem._files import replacement_mode
 from fastmwem.cli import CLIError
 from fastmwem.data import write_csv
-from fastmwem.data.io.parquet import write_parquet
+from fastmwem.data.io.parquet import is_parquet_path, require_pyarrow, write_parquet
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["check_input_file", "check_paths", "read_text_file", "staged_outputs",
+__all__ = ["check_files", "check_input_file", "check_paths", "read_text_file", "staged_outputs",
            "StagedOutputs", "free_disk_bytes"]
 
 T = TypeVar("T")
@@ -54,6 +55,22 @@ def read_text_file(read: Callable[[str], T], path: str, flag: str) -> T:
     except UnicodeDecodeError:
         # The codec's message shows the offending byte, which may be private data.
         raise CLIError(f"{flag}: {path!r} is not UTF-8 text") from None
+
+
+def check_files(inputs: Mapping[str, str | None], outputs: Mapping[str, str | None], *,
+                unchecked: Collection[str] = ()) -> None:
+    """Check every file of a run at once: each input (in order), then the outputs.
+
+    Args:
+        inputs: input paths by flag (``None`` for an input not given).
+        outputs: output paths by flag (``None`` for an output not requested).
+        unchecked: flags of inputs that need not be regular files (a directory or a URI that
+            Spark reads); they are still never written over.
+    """
+    for flag, path in inputs.items():
+        if path is not None and flag not in unchecked:
+            check_input_file(path, flag)
+    check_paths(outputs, inputs)
 
 
 def check_paths(outputs: Mapping[str, str | None], inputs: Mapping[str, str | None]) -> None:
@@ -145,6 +162,19 @@ class StagedOutputs:
                 write_csv(frame, fh, header=i == 0)
 
         self._stage(path, flag, write)
+
+    def write_records(self, records: pd.DataFrame | Iterable[pd.DataFrame], path: str,
+                      flag: str) -> None:
+        """Records (a DataFrame, or blocks of rows) as Parquet or CSV, by ``path``'s extension."""
+        import pandas as pd
+        if is_parquet_path(path):
+            require_pyarrow()
+            self.write_parquet(records, path, flag)
+        elif isinstance(records, pd.DataFrame):
+            self.write_csv(records, path, flag)
+        else:
+            self.write_csv_blocks(records, path, flag)
+
     def write_parquet(self, frames: pd.DataFrame | Iterable[pd.DataFrame], path: str,
                       flag: str) -> None:
         """One Parquet file from a DataFrame or from consecutive blocks of rows."""

@@ -1,4 +1,4 @@
-"""Where ``fastmwem synth`` reads the private data and how it writes records (CSV or Parquet).
+"""Where ``fastmwem synth`` reads the private data: a CSV or Parquet file, or the bundled demo.
 
 ``--engine`` picks who counts the data: ``memory`` (pandas), ``duckdb`` (embedded; files larger
 than memory), ``spark`` (a cluster given by ``--spark-master``, default ``local[2]``), or
@@ -10,26 +10,54 @@ the same counts, so the same seed gives the same output. Files ending in ``.parq
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from fastmwem.cli import CLIError
-from fastmwem.cli._io import StagedOutputs, check_input_file, read_text_file
+from fastmwem.cli._io import check_files, read_text_file
 from fastmwem.data import Domain
-from fastmwem.data.io.parquet import is_parquet_path, require_pyarrow
+from fastmwem.data.io.parquet import is_parquet_path
 from fastmwem.data.sources import ENGINES, MarginalSource, choose_engine, open_source
 
 if TYPE_CHECKING:
-    import pandas as pd
-
     from fastmwem.data.schema import Schema
 
-__all__ = ["add_source_arguments", "check_input", "check_source_arguments", "load_source",
-           "write_records"]
+__all__ = ["Source", "add_source_arguments", "check_source_arguments", "open_input"]
 
 _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+@dataclasses.dataclass(frozen=True)
+class Source:
+    """The private data as the command line names it (checked, files not yet opened).
+
+    Attributes:
+        input: INPUT, the data file (or for Spark a directory or a URI); None with ``demo``.
+        domain: ``--domain`` JSON (the data holds integer codes), or None.
+        schema: ``--schema`` JSON (the data holds raw values), or None.
+        demo: the bundled NLTCS dataset instead of INPUT.
+        engine: who counts the data, settled: never None.
+        spark_master: the Spark master URL, or None for Spark's default.
+    """
+
+    input: str | None
+    domain: str | None
+    schema: str | None
+    demo: bool
+    engine: str
+    spark_master: str | None
+
+    def files(self) -> dict[str, str | None]:
+        """Every file read, by flag (checked up front and never written over)."""
+        if self.demo:
+            from fastmwem.datasets import nltcs_paths
+
+            csv_path, domain_path = nltcs_paths()
+            return {"--demo": str(csv_path), "--demo domain": str(domain_path)}
+        return {"INPUT": self.input, "--domain": self.domain, "--schema": self.schema}
 
 
 def add_source_arguments(parser: argparse.ArgumentParser) -> None:
@@ -42,21 +70,32 @@ def add_source_arguments(parser: argparse.ArgumentParser) -> None:
                              "--engine spark")
 
 
-def check_source_arguments(args: argparse.Namespace) -> None:
-    """Settle ``args.engine`` and check that its packages (and Parquet output's) are installed."""
+def check_source_arguments(args: argparse.Namespace) -> Source:
+    """The data's flags, checked: the engine settled, its packages (and Parquet output's)
+    installed, and one source named (INPUT with --domain or --schema, or --demo)."""
+    engine = args.engine
     if args.spark_master is not None:
-        if args.engine not in (None, "spark"):
-            raise CLIError(f"--spark-master needs --engine spark, not --engine {args.engine}")
+        if engine not in (None, "spark"):
+            raise CLIError(f"--spark-master needs --engine spark, not --engine {engine}")
         if not args.spark_master:
             raise CLIError("--spark-master: the URL is empty")
-        args.engine = "spark"
-    if args.engine is None:
-        args.engine = "auto"
+        engine = "spark"
+    if engine is None:
+        engine = "auto"
     needs = {"duckdb": ("duckdb", "duckdb"), "spark": ("pyspark", "spark")}
-    if args.engine in needs:
-        _require(*needs[args.engine], f"--engine {args.engine}")
+    if engine in needs:
+        _require(*needs[engine], f"--engine {engine}")
     if args.out and is_parquet_path(args.out):
         _require("pyarrow", "parquet", "--out *.parquet")
+    if args.demo:
+        if args.input or args.domain or args.schema:
+            raise CLIError("--demo uses the bundled dataset: give no INPUT, --domain or --schema")
+    elif not args.input:
+        raise CLIError("give an INPUT.csv (or --demo)")
+    elif not args.domain and not args.schema:
+        raise CLIError("give --domain DOMAIN.json (codes) or --schema SCHEMA.json (raw values)")
+    return Source(input=args.input, domain=args.domain, schema=args.schema, demo=args.demo,
+                  engine=engine, spark_master=args.spark_master)
 
 
 def _require(module: str, extra: str, flag: str) -> None:
@@ -66,49 +105,38 @@ def _require(module: str, extra: str, flag: str) -> None:
         raise CLIError(f'{flag} needs the {module} package: pip install "fastmwem[{extra}]"')
 
 
-def check_input(path: str, flag: str, engine: str) -> None:
-    """Like :func:`check_input_file`, but Spark may also read a directory or a URI."""
-    if flag == "INPUT" and engine == "spark" and (_URI.match(path) or os.path.isdir(path)):
-        return
-    check_input_file(path, flag)
+def open_input(source: Source, outputs: Mapping[str, str | None]
+               ) -> tuple[MarginalSource, Schema | None]:
+    """Check every file of the run, then open the private data: it and its schema (or None).
 
+    Inputs and ``outputs`` (paths by flag) are checked before anything is read (see
+    :func:`~fastmwem.cli._io.check_files`); the data is validated before any budget is spent.
+    """
+    files = source.files()
+    in_memory_demo = source.demo and source.engine in ("auto", "memory")
+    data_path = str(files["--demo" if source.demo else "INPUT"])
+    engine = "memory" if in_memory_demo else choose_engine(data_path, source.engine)
+    # The engine decides what INPUT may be: Spark also reads a directory or a URI.
+    spark_reads = engine == "spark" and bool(_URI.match(data_path) or os.path.isdir(data_path))
+    check_files(files, outputs, unchecked=("INPUT",) if spark_reads else ())
+    if in_memory_demo:
+        from fastmwem.datasets import load_nltcs
 
-def load_source(args: argparse.Namespace) -> tuple[MarginalSource, object]:
-    """The private data and its schema (or None), validated before any budget is spent."""
-    if args.demo:
-        from fastmwem.datasets import load_nltcs, nltcs_paths
-
-        if args.engine in ("auto", "memory"):
-            return load_nltcs(), None
-        csv_path, domain_path = nltcs_paths()
-        return _open(args, str(csv_path), Domain.from_json(domain_path)), None
-    if args.schema:
+        return load_nltcs(), None
+    schema: Schema | None = None
+    target: Domain | Schema
+    if source.schema:
         from fastmwem.data.schema import Schema
 
-        schema = read_text_file(Schema.from_json, args.schema, "--schema")
-        return _open(args, args.input, schema), schema
-    domain = read_text_file(Domain.from_json, args.domain, "--domain")
-    return _open(args, args.input, domain), None
-
-
-def _open(args: argparse.Namespace, path: str, target: Domain | Schema) -> MarginalSource:
-    engine = choose_engine(path, args.engine)
-    options = {"spark_master": args.spark_master} if engine == "spark" else {}
+        target = schema = read_text_file(Schema.from_json, source.schema, "--schema")
+    elif source.demo:
+        target = Domain.from_json(str(files["--demo domain"]))
+    else:
+        target = read_text_file(Domain.from_json, str(source.domain), "--domain")
     try:
-        return read_text_file(lambda p: open_source(p, target, engine, **options), path,
-                              "INPUT")
+        dataset = read_text_file(
+            lambda p: open_source(p, target, engine, spark_master=source.spark_master),
+            data_path, "INPUT")
     except ImportError as exc:
         raise CLIError(f"--engine {engine}: {exc}") from None
-
-
-def write_records(outputs: StagedOutputs, records: pd.DataFrame | Iterable[pd.DataFrame],
-                  path: str, flag: str) -> None:
-    """Stage records (a DataFrame, or blocks of rows) as Parquet or CSV, by ``path``'s extension."""
-    import pandas as pd
-    if is_parquet_path(path):
-        require_pyarrow()
-        outputs.write_parquet(records, path, flag)
-    elif isinstance(records, pd.DataFrame):
-        outputs.write_csv(records, path, flag)
-    else:
-        outputs.write_csv_blocks(records, path, flag)
+    return dataset, schema

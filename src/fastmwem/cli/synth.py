@@ -3,26 +3,22 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
 from fastmwem.cli import CLIError, print_warning, warn_seeded
-from fastmwem.cli._io import (
-    check_paths,
-    free_disk_bytes,
-    staged_outputs,
-)
+from fastmwem.cli._io import free_disk_bytes, staged_outputs
 from fastmwem.cli._sources import (
+    Source,
     add_source_arguments,
-    check_input,
     check_source_arguments,
-    load_source,
-    write_records,
+    open_input,
 )
 from fastmwem.data import Domain
 from fastmwem.data.sources import MarginalSource
@@ -42,13 +38,12 @@ from fastmwem.release.mwem import (
     MWEMChoices,
     answers_from_marginals,
     check_options,
-    default_workload_spec,
     mwem_with_defaults,
 )
 from fastmwem.release.result import MWEMResult
 from fastmwem.release.selection import selection_names
 from fastmwem.workloads.base import LinearWorkload
-from fastmwem.workloads.spec import WORKLOAD_HELP, parse_workload
+from fastmwem.workloads.spec import WORKLOAD_HELP, default_workload_spec, parse_workload
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -144,35 +139,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=run)
 
 
-def _inputs(args: argparse.Namespace) -> dict[str, str | None]:
-    """Every file the run reads, by flag (checked up front and never written over)."""
-    if args.demo:
-        from fastmwem.datasets import nltcs_paths
-
-        csv_path, domain_path = nltcs_paths()
-        return {"--demo": str(csv_path), "--demo domain": str(domain_path)}
-    return {"INPUT": args.input, "--domain": args.domain, "--schema": args.schema}
-
-
-def _check_sources(args: argparse.Namespace) -> None:
-    if args.demo:
-        if args.input or args.domain or args.schema:
-            raise CLIError("--demo uses the bundled dataset: give no INPUT, --domain or --schema")
-        return
-    if not args.input:
-        raise CLIError("give an INPUT.csv (or --demo)")
-    if not args.domain and not args.schema:
-        raise CLIError("give --domain DOMAIN.json (codes) or --schema SCHEMA.json (raw values)")
-    for flag, path in _inputs(args).items():
-        if path is not None:
-            check_input(path, flag, args.engine)
-
-
-def _load(args: argparse.Namespace) -> tuple[MarginalSource, object]:
-    """The data (counted by --engine) and its schema or None, validated before any budget."""
-    return load_source(args)
-
-
 def _rounds_arg(text: str) -> int | str:
     """``--rounds``: a whole number or ``adaptive``."""
     if text == "adaptive":
@@ -182,6 +148,54 @@ def _rounds_arg(text: str) -> int | str:
     except ValueError:
         raise argparse.ArgumentTypeError(
             f"must be a whole number or 'adaptive', got {text!r}") from None
+
+
+@dataclasses.dataclass(frozen=True)
+class SynthRequest:
+    """One ``synth`` run as its command line asks for it, every flag checked.
+
+    ``options`` holds the MWEM options as :func:`mwem_with_defaults` takes them (``reuse_passes``
+    only if given); None stands for a value left to the default.
+    """
+
+    source: Source
+    out: str
+    report: str | None
+    epsilon: float
+    privacy: str
+    delta: float | None
+    definition: PrivacyDefinition
+    workload: str | None
+    rounds: int | str | None
+    options: Mapping[str, Any]
+    rows: int | None
+    sampling: str | None
+    seed: int | None
+    evaluate: bool
+    progress: bool
+
+    @property
+    def budget(self) -> dict[str, Any]:
+        """The budget keywords of the run: epsilon, the definition and its delta."""
+        return {"epsilon": self.epsilon, "privacy": self.privacy, "delta": self.delta}
+
+
+def _request(args: argparse.Namespace) -> SynthRequest:
+    """The command line, checked whole before any file is read or any budget is spent."""
+    _check_numbers(args)
+    given = {} if args.reuse_passes is None else {"reuse_passes": args.reuse_passes}
+    options = {**given, "init": args.init, "output": args.output,
+               "selection": args.selection, "index": args.index,
+               **({"allow_uncertified": True} if args.allow_uncertified else {})}
+    check_options(rounds=args.rounds, epsilon=args.epsilon, privacy=args.privacy,
+                  delta=args.delta, **options)
+    definition = definition_of(args.privacy, args.delta)
+    return SynthRequest(
+        source=check_source_arguments(args), out=args.out, report=args.report,
+        epsilon=args.epsilon, privacy=args.privacy, delta=args.delta, definition=definition,
+        workload=args.workload, rounds=args.rounds, options=options, rows=args.rows,
+        sampling=args.sampling, seed=args.seed, evaluate=args.evaluate,
+        progress=sys.stderr.isatty() if args.progress is None else args.progress)
 
 
 def _check_numbers(args: argparse.Namespace) -> None:
@@ -208,10 +222,6 @@ def _check_privacy(args: argparse.Namespace) -> None:
         raise CLIError(f"--delta must lie in (0, 1), got {args.delta}")
 
 
-def _definition(args: argparse.Namespace) -> PrivacyDefinition:
-    return definition_of(args.privacy, args.delta)
-
-
 def _row_bytes(domain: Domain, schema: object) -> int:
     """An upper bound on the bytes of one CSV row of synthetic records (public: the domain)."""
     import pandas as pd
@@ -228,13 +238,13 @@ def _row_bytes(domain: Domain, schema: object) -> int:
     return sum(widths) + len(widths)  # separators and the newline
 
 
-def _check_disk(rows: int, row_bytes: int, args: argparse.Namespace, what: str) -> None:
+def _check_disk(rows: int, row_bytes: int, out: str, what: str) -> None:
     """Refuse ``rows`` records that would not fit in the free space where --out is written."""
-    free = free_disk_bytes(args.out)
+    free = free_disk_bytes(out)
     limit = free // row_bytes
     if rows > limit:
         raise CLIError(f"{what} needs about {_bytes(rows * row_bytes)} of disk for --out; "
-                       f"{os.path.dirname(os.path.abspath(args.out))!r} has {_bytes(free)} "
+                       f"{os.path.dirname(os.path.abspath(out))!r} has {_bytes(free)} "
                        f"free, enough for at most {limit:,} rows")
 
 
@@ -249,86 +259,84 @@ def _bytes(n: int) -> str:
 
 def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
-    _check_numbers(args)
-    check_options(rounds=args.rounds, **_budget(args), **_options(args))  # before the data
-    check_source_arguments(args)
-    _check_sources(args)
-    check_paths({"--out": args.out, "--report": args.report}, _inputs(args))
-    dataset, schema = _load(args)
-    spec = default_workload_spec(dataset.domain) if args.workload is None else args.workload
+    request = _request(args)
+    dataset, schema = open_input(request.source, {"--out": request.out, "--report": request.report})
     # One seed, three independent streams: the public workload's draw does not move with the
     # noise (whose length depends on epsilon), nor the records with either.
-    workload_rng, noise_rng, sampling_rng = split_seed(args.seed)
+    workload_rng, noise_rng, sampling_rng = split_seed(request.seed)
+    spec = default_workload_spec(dataset.domain) if request.workload is None else request.workload
     workload = parse_workload(spec, dataset.domain, seed=workload_rng)
-    row_bytes = _row_bytes(dataset.domain, schema)
-    if args.rows is not None:
-        _check_disk(args.rows, row_bytes, args, f"--rows {args.rows}")
-    show_progress = sys.stderr.isatty() if args.progress is None else args.progress
-
-    def before_rounds(total: float) -> None:
-        # The count is released (and charged) by now: its rows are checked before MWEM's charge.
-        if args.rows is None:
-            _check_disk(_rows(total), row_bytes, args,
-                        f"the noisy record count ({_rows(total):,} rows; the count's share of "
-                        "epsilon is spent, nothing else; give --rows)")
-
-    result = mwem_with_defaults(
-        dataset, workload, rounds=args.rounds, rng=noise_rng, schema=schema,
-        progress=show_progress, before_rounds=before_rounds, **_budget(args), **_options(args))
+    result = _release(request, dataset, workload, schema, noise_rng)
     choices = cast(MWEMChoices, result.choices)  # always set by mwem_with_defaults
-    if args.seed is not None:
-        warn_seeded("synth", '; the report says "private": false' if args.report else "")
+    if request.seed is not None:
+        warn_seeded("synth", '; the report says "private": false' if request.report else "")
     # The default rows are the released count the disk was checked for (an adaptive run
     # refines its own count, which may differ).
-    rows = _rows(choices.record_count) if args.rows is None else args.rows
-    if args.rows is None:
-        _warn_if_noisy_count(choices.record_count, choices, _definition(args))
-    sampling = args.sampling or default_sampling(rows)
-    if args.sampling is None and sampling != "matched":
+    rows = _rows(choices.record_count) if request.rows is None else request.rows
+    if request.rows is None:
+        _warn_if_noisy_count(choices.record_count, choices, request.definition)
+    sampling = request.sampling or default_sampling(rows)
+    if request.sampling is None and sampling != "matched":
         print(f"fastmwem synth: note: {rows:,} rows are written systematically, not matched "
               "to the model (matching costs about 44 s per 10^6 rows); give --sampling matched "
               "to match them anyway", file=sys.stderr)
-    counted = RecordCounts(workload) if args.evaluate else None
+    # The model is scored first; the records written are counted as they pass (decoded after).
+    scored = _evaluate(dataset, result, workload) if request.evaluate else None
+    evaluation = None if scored is None else scored[0]
+    counted = RecordCounts(workload) if request.evaluate else None
     blocks = result.sample_chunks(rows, rng=sampling_rng,
                                   sampling=sampling, decode=counted is None)
+    if request.progress:
+        blocks = _with_progress(blocks, rows)
     if counted is not None:
         blocks = _counting(blocks, counted, result)
-    if show_progress:
-        blocks = _with_progress(blocks, rows)
-
-    scored = _evaluate(dataset, result, workload) if args.evaluate else None
-    evaluation = None if scored is None else scored[0]
     with staged_outputs() as outputs:
-        write_records(outputs, blocks, args.out, "--out")
+        outputs.write_records(blocks, request.out, "--out")
         if scored is not None:
             evaluation = {**scored[0], **_records_error(scored[1], counted, workload)}
-        if args.report:
-            outputs.write_json(_report(args, spec, result, choices, rows, sampling, evaluation),
-                               args.report, "--report")
+        if request.report:
+            outputs.write_json(
+                _report(request, spec, result, choices, rows, sampling, evaluation),
+                request.report, "--report")
     elapsed = time.perf_counter() - started
     if result.updates_skipped:
         print(f"fastmwem synth: note: the first measurement lay within its noise of the "
-              f"{args.init} start, so nothing in the data was detectable at this epsilon: the "
-              "output is that start, not fitted to the data", file=sys.stderr)
-    print(f"wrote {rows} synthetic records to {args.out} ({_guarantee(args)}, workload "
-          f"{spec} ({_chosen(args.workload)}), {choices.rounds} round{'s' * (choices.rounds != 1)} "
-          f"({_chosen(args.rounds)}), {sampling} records ({_chosen(args.sampling)})"
-          f", {elapsed:.1f} s)", file=sys.stderr)
+              f"{request.options['init']} start, so nothing in the data was detectable at this "
+              "epsilon: the output is that start, not fitted to the data", file=sys.stderr)
+    print(f"wrote {rows} synthetic records to {request.out} ({_guarantee(request)}, workload "
+          f"{spec} ({_chosen(request.workload)}), {choices.rounds} "
+          f"round{'s' * (choices.rounds != 1)} ({_chosen(request.rounds)}), {sampling} records "
+          f"({_chosen(request.sampling)}), {elapsed:.1f} s)", file=sys.stderr)
     if evaluation is not None:
         print("NOT PRIVATE evaluation against the real data: "
               + ", ".join(f"{k}={v:.4g}" for k, v in evaluation.items()), file=sys.stderr)
     return 0
 
 
-def _budget(args: argparse.Namespace) -> dict[str, Any]:
-    """The budget keywords of the run: epsilon, the definition and its delta."""
-    return {"epsilon": args.epsilon, "privacy": args.privacy, "delta": args.delta}
+def _release(request: SynthRequest, dataset: MarginalSource, workload: LinearWorkload,
+             schema: object, rng: np.random.Generator) -> MWEMResult:
+    """MWEM with its defaults, once the records are known to fit on the disk of --out."""
+    row_bytes = _row_bytes(dataset.domain, schema)
+    if request.rows is not None:
+        _check_disk(request.rows, row_bytes, request.out, f"--rows {request.rows}")
+
+    def before_rounds(total: float) -> None:
+        # The count is released (and charged) by now: its rows are checked before MWEM's charge.
+        if request.rows is None:
+            _check_disk(_rows(total), row_bytes, request.out,
+                        f"the noisy record count ({_rows(total):,} rows; the count's share of "
+                        "epsilon is spent, nothing else; give --rows)")
+
+    return mwem_with_defaults(
+        dataset, workload, rounds=request.rounds, rng=rng, schema=schema,
+        progress=request.progress, before_rounds=before_rounds, **request.budget,
+        **request.options)
 
 
-def _guarantee(args: argparse.Namespace) -> str:
-    if args.delta is None:  # pure DP (a zCDP run needs --delta)
-        return f"epsilon={args.epsilon}"
-    return f"zCDP giving (epsilon={args.epsilon}, delta={args.delta:g})-DP"
+def _guarantee(request: SynthRequest) -> str:
+    if request.delta is None:  # pure DP (a zCDP run needs --delta)
+        return f"epsilon={request.epsilon}"
+    return f"zCDP giving (epsilon={request.epsilon}, delta={request.delta:g})-DP"
 
 
 def _rows(total: float) -> int:
@@ -362,30 +370,31 @@ def _with_progress(blocks: Iterator[pd.DataFrame], rows: int) -> Iterator[pd.Dat
             bar.update(len(block))
 
 
-def _report(args: argparse.Namespace, spec: str, result: MWEMResult, choices: MWEMChoices,
+def _report(request: SynthRequest, spec: str, result: MWEMResult, choices: MWEMChoices,
             rows: int, sampling: str, evaluation: dict[str, float] | None
             ) -> dict[str, object]:
     """The run's report; it never holds the seed (only whether there was one)."""
     report = result.report()
+    source = request.source
     report["command"] = {
-        "input": "bundled:nltcs" if args.demo else os.path.basename(args.input),
+        "input": "bundled:nltcs" if source.demo else os.path.basename(str(source.input)),
         "workload": spec,
-        "workload_chosen": _chosen(args.workload),
+        "workload_chosen": _chosen(request.workload),
         "rounds": choices.rounds,
-        "rounds_chosen": _chosen(args.rounds),
+        "rounds_chosen": _chosen(request.rounds),
         "rounds_adaptive": choices.adaptive,
-        "privacy": args.privacy,
-        "delta": args.delta,
+        "privacy": request.privacy,
+        "delta": request.delta,
         "rounds_ceiling": choices.rounds_ceiling,
         "candidates": choices.candidates,
         "noise_test": choices.noise_test,
         "rows_written": rows,
-        "rows_chosen": _chosen(args.rows),
+        "rows_chosen": _chosen(request.rows),
         "sampling": sampling,
-        "sampling_chosen": _chosen(args.sampling),
-        **_options(args),
+        "sampling_chosen": _chosen(request.sampling),
+        **request.options,
         "reuse_passes": choices.reuse_passes,
-        "reuse_passes_chosen": _chosen(args.reuse_passes),
+        "reuse_passes_chosen": _chosen(request.options.get("reuse_passes")),
     }
     if evaluation is not None:
         report["private"] = False
@@ -393,14 +402,6 @@ def _report(args: argparse.Namespace, spec: str, result: MWEMResult, choices: MW
         report["not_private_because"] = [*reasons, "evaluated"]
         report["evaluation"] = evaluation
     return report
-
-
-def _options(args: argparse.Namespace) -> dict[str, Any]:
-    """The MWEM options given on the command line (or their defaults)."""
-    given = {} if args.reuse_passes is None else {"reuse_passes": args.reuse_passes}
-    return {**given, "init": args.init, "output": args.output,
-            "selection": args.selection, "index": args.index,
-            **({"allow_uncertified": True} if args.allow_uncertified else {})}
 
 
 def _evaluate(dataset: MarginalSource, result: MWEMResult, workload: LinearWorkload

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from fastmwem.cli import CLIError, print_warning, warn_seeded
-from fastmwem.cli._io import check_input_file, check_paths, staged_outputs
+from fastmwem.cli._io import check_files, staged_outputs
 from fastmwem.data import read_csv_columns, read_lines, write_csv
 from fastmwem.data.io.csv import read_csv_header
 from fastmwem.mechanisms.topk import METHODS
@@ -170,10 +170,7 @@ def run(args: argparse.Namespace) -> int:
     mech = _mechanism(args)  # checks k >= 1, epsilon, delta
     if args.seed is not None and args.seed < 0:
         raise CLIError("--seed must be a non-negative integer")
-    for flag, path in (("INPUT", args.input), ("--items", args.items)):
-        if path is not None:
-            check_input_file(path, flag)
-    check_paths({"--out": args.out}, {"INPUT": args.input, "--items": args.items})
+    check_files({"INPUT": args.input, "--items": args.items}, {"--out": args.out})
     names, counts = _item_counts(args)
     if args.k > counts.size:
         raise CLIError(f"--k {args.k} exceeds the number of items ({counts.size})")

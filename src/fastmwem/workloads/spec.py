@@ -15,15 +15,28 @@ from fastmwem.workloads.marginals import Marginals
 from fastmwem.workloads.parities import Parities
 from fastmwem.workloads.ranges import RangeQueries
 
-__all__ = ["parse_workload", "WORKLOAD_HELP"]
+__all__ = ["parse_workload", "default_workload_spec", "DEFAULT_ORDER", "WORKLOAD_HELP"]
+
+#: Order of the default workload's marginals (fewer on a table with fewer columns).
+DEFAULT_ORDER = 3
 
 WORKLOAD_HELP = (
     "workload: marginals:K (all K-way marginals, e.g. marginals:3); marginals:1-3 (all 1- to "
     "3-way); ranges:N[:A,B] (N random range queries over attributes A,B; default all); "
     "intervals:A (all intervals of the ordered attribute A); "
     "parities:K (all parities of at most K binary attributes); counting:N (N random counting "
-    "queries). Default marginals:3, or marginals:K on a table of K < 3 columns"
+    f"queries). Default marginals:{DEFAULT_ORDER}, or marginals:K on a table of K < "
+    f"{DEFAULT_ORDER} columns"
 )
+
+
+def default_workload_spec(domain: Domain) -> str:
+    """``marginals:K`` with ``K = min(DEFAULT_ORDER, number of attributes)``.
+
+    >>> default_workload_spec(Domain(["a", "b"], [2, 3]))
+    'marginals:2'
+    """
+    return f"marginals:{min(DEFAULT_ORDER, len(domain))}"
 
 
 def _positive(text: str, spec: str) -> int:
@@ -66,13 +79,12 @@ def parse_workload(spec: str, domain: Domain, *, seed: RNGLike = None) -> Linear
                 f"workload {spec!r}: marginal order must lie in 1..{len(domain)} (the number of "
                 "attributes)"
             )
-        if k_low == k_high:
-            return Marginals.all_kway(domain, k_low)
+        # One order is the range k..k: its subsets come in the same (lexicographic) order.
         count = sum(math.comb(len(domain), k) for k in range(k_low, k_high + 1))
-        check_subset_count(count, f"marginals of order {k_low} to {k_high}")
-        sets = [c for k in range(k_low, k_high + 1)
-                for c in itertools.combinations(domain.attributes, k)]
-        return Marginals(domain, sets)
+        check_subset_count(count, f"{k_low}-way marginals" if k_low == k_high
+                           else f"marginals of order {k_low} to {k_high}")
+        return Marginals(domain, itertools.chain.from_iterable(
+            itertools.combinations(domain.attributes, k) for k in range(k_low, k_high + 1)))
     if kind == "ranges":
         how_many, _, names = argument.partition(":")
         attributes = tuple(a for a in names.split(",") if a) if names else domain.attributes

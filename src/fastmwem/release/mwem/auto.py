@@ -31,7 +31,6 @@ import numpy as np
 from fastmwem._deprecation import _outside_stacklevel, warn_renamed
 from fastmwem._validation import check_int, check_probability
 from fastmwem.accounting import Accountant, exact, float_below
-from fastmwem.data.domain import Domain
 from fastmwem.mechanisms.seeding import check_rng
 from fastmwem.models.state import MAX_RECORDS
 from fastmwem.random import RNGLike, make_rng
@@ -48,6 +47,7 @@ from fastmwem.release.mwem.setup import check_release_inputs
 from fastmwem.release.result import MWEMChoices, MWEMResult
 from fastmwem.release.selection.candidates import superset_workload
 from fastmwem.workloads.base import LinearWorkload
+from fastmwem.workloads.spec import DEFAULT_ORDER, default_workload_spec
 
 if TYPE_CHECKING:
     from fastmwem.data.sources.base import MarginalSource
@@ -60,8 +60,6 @@ __all__ = ["mwem_with_defaults", "mwem_auto", "check_options", "MWEMChoices", "d
            "SUPERSET_SELECT_FRACTION", "ZCDP_SUPERSET_ROUNDS_SCALE",
            "ZCDP_SUPERSET_ROUNDS_POWER", "MAX_SUPERSET_ROUNDS", "AUTO_REUSE_PASSES"]
 
-#: Order of the default workload's marginals (fewer on a table with fewer columns).
-DEFAULT_ORDER = 3
 #: Most rounds the default rule chooses.
 MAX_DEFAULT_ROUNDS = 25
 #: Largest expected L1 norm of one measurement's noise, as a share of the records' own L1
@@ -109,15 +107,6 @@ ADAPTIVE_MIN_RHO_N2 = 2e6
 AUTO_REUSE_PASSES = 50
 #: Significance level of the first-round noise test of default runs.
 NOISE_TEST_ALPHA = 0.01
-
-
-def default_workload_spec(domain: Domain) -> str:
-    """``marginals:K`` with ``K = min(3, number of attributes)``.
-
-    >>> default_workload_spec(Domain(["a", "b"], [2, 3]))
-    'marginals:2'
-    """
-    return f"marginals:{min(DEFAULT_ORDER, len(domain))}"
 
 
 def use_adaptive(rho: float, records: float) -> bool:
