@@ -13,8 +13,8 @@ from fastmwem.accounting import Accountant, BudgetExceededError, PureDP
 from fastmwem.data import Dataset, Domain
 from fastmwem.release.pmw import PMWConfig
 from fastmwem.service.client import ServiceError
-from fastmwem.service.core import QueryService
-from fastmwem.service.store import AnalystLedger, StateError, open_store
+from fastmwem.service.core import AnalystLedger, QueryService
+from fastmwem.service.store import StateError, open_store
 
 COST = Fraction(1, 50)
 

@@ -24,11 +24,12 @@ import json
 import threading
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
-from fastmwem.accounting import Accountant, BudgetExceededError, exact
+from fastmwem.accounting import Accountant, Admit, BudgetExceededError, LedgerEntry, exact
 from fastmwem.data.domain import Domain
 from fastmwem.release.pmw.session import (
     COUNT_LABEL,
@@ -41,7 +42,6 @@ from fastmwem.release.pmw.session import (
 from fastmwem.service import tokens
 from fastmwem.service.store import (
     GLOBAL,
-    AnalystLedger,
     StateError,
     Store,
     StoredAnswer,
@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from fastmwem.random import RNGLike
 
 __all__ = ["QueryService", "Principal", "AuthError", "RateLimiter", "RateLimitError",
-           "RequestConflictError", "FORMAT"]
+           "RequestConflictError", "AnalystLedger", "FORMAT"]
 
 #: The state format: ``-2`` has the hash-chained ledger (``-1`` states are refused).
 FORMAT = "fastmwem-service-2"
@@ -312,3 +312,22 @@ def _budget(value: object) -> Fraction:
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise ValueError("budget must be a number (epsilon)")
     return exact(value, "budget", allow_zero=True)
+
+
+class AnalystLedger:
+    """The global ledger as a :class:`~fastmwem.accounting.LedgerStore`, charging one analyst's
+    budget too (``analyst_id`` None: the data owner's own charges, such as the record count)."""
+
+    def __init__(self, store: Store, analyst_id: int | None) -> None:
+        self._store = store
+        self._analyst_id = analyst_id
+
+    def entries(self) -> tuple[LedgerEntry, ...]:
+        return tuple(entry for entry, _, _ in self._store.ledger())
+
+    def spent(self, width: int) -> tuple[Fraction, ...]:
+        row = self._store.budget(GLOBAL)
+        return (Fraction(0) if row is None else row[1],) * width
+
+    def commit(self, entries: Sequence[LedgerEntry], admit: Admit) -> None:
+        self._store.charge(self._analyst_id, entries, admit)

@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from fastmwem.accounting import (
     Admit,
@@ -40,65 +40,22 @@ from fastmwem.accounting import (
 )
 from fastmwem.service import chain
 from fastmwem.service.chain import StateError
+from fastmwem.service.sql import (
+    APPEND_ONLY,
+    GLOBAL,
+    TABLES,
+    TABLES_SQL,
+    Closable,
+    Connection,
+    DBCursor,
+    Row,
+)
 
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ["Store", "SQLiteStore", "PostgresStore", "open_store", "AnalystLedger", "StoredAnswer",
-           "StateError", "TABLES"]
-
-_TABLES_SQL = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS budgets (scope TEXT PRIMARY KEY, budget TEXT NOT NULL,
-    spent TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS analysts (id {serial} PRIMARY KEY, name TEXT UNIQUE NOT NULL,
-    token_hash TEXT NOT NULL, created DOUBLE PRECISION NOT NULL);
-CREATE TABLE IF NOT EXISTS ledger (seq BIGINT PRIMARY KEY, analyst_id INTEGER,
-    record TEXT NOT NULL, epsilon DOUBLE PRECISION NOT NULL, created DOUBLE PRECISION NOT NULL,
-    prev_hash TEXT NOT NULL, hash TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS ledger_head (id INTEGER PRIMARY KEY, length BIGINT NOT NULL,
-    head TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS answers (seq {serial} PRIMARY KEY, analyst_id INTEGER NOT NULL,
-    request_id TEXT NOT NULL, query TEXT NOT NULL, value DOUBLE PRECISION NOT NULL,
-    source TEXT NOT NULL, charged DOUBLE PRECISION NOT NULL, updates INTEGER NOT NULL,
-    created DOUBLE PRECISION NOT NULL, UNIQUE (analyst_id, request_id));
-CREATE TABLE IF NOT EXISTS measurements (seq INTEGER PRIMARY KEY, query TEXT NOT NULL,
-    value DOUBLE PRECISION NOT NULL);
-CREATE TABLE IF NOT EXISTS session (id INTEGER PRIMARY KEY, total DOUBLE PRECISION,
-    noisy_threshold BIGINT)
-"""
-
-#: The tables of a state.
-TABLES = ("meta", "budgets", "analysts", "ledger", "ledger_head", "answers", "measurements",
-          "session")
-
-_APPEND_ONLY = "the ledger is append-only"
-
-GLOBAL = "global"
-
-#: A row read back: its values as the database driver returns them.
-Row = tuple[Any, ...]
-
-
-class _Closable(Protocol):
-    def close(self) -> None: ...
-
-
-class _Rows(Protocol):
-    def fetchall(self) -> list[Any]: ...
-
-
-class _DBCursor(_Rows, Protocol):
-    """What the store uses of a DB-API cursor (sqlite3's or psycopg's)."""
-
-    def execute(self, sql: str, parameters: tuple[object, ...], /) -> object: ...
-
-
-class _Connection(_Closable, Protocol):
-    """What :class:`Store` uses of a connection (sqlite3's or psycopg's)."""
-
-    def execute(self, sql: str, parameters: tuple[object, ...], /) -> _Rows: ...
-
+__all__ = ["Store", "SQLiteStore", "PostgresStore", "open_store", "StoredAnswer",
+           "StateError", "TABLES", "GLOBAL", "Row"]
 
 def analyst_scope(analyst_id: int) -> str:
     return f"analyst:{analyst_id}"
@@ -130,16 +87,16 @@ class Store:
 
     def __init__(self) -> None:
         # One connection a thread, kept here (not in thread-locals) so that close() ends all.
-        self._conns: dict[int, _Connection] = {}
+        self._conns: dict[int, Connection] = {}
         self._conns_lock = threading.Lock()
-        self._held: _Closable | None = None
+        self._held: Closable | None = None
         self._genesis: str | None = None
 
     # -- connections and transactions -------------------------------------------------------------
-    def _connect(self) -> _Connection:
+    def _connect(self) -> Connection:
         raise NotImplementedError
 
-    def _conn(self) -> _Connection:
+    def _conn(self) -> Connection:
         key = threading.get_ident()
         with self._conns_lock:
             conn = self._conns.get(key)
@@ -165,7 +122,7 @@ class Store:
 
     def _schema(self) -> list[str]:
         """The statements making the tables and the ledger's append-only trigger."""
-        return [s for s in _TABLES_SQL.format(serial=self.serial).split(";") if s.strip()]
+        return [s for s in TABLES_SQL.format(serial=self.serial).split(";") if s.strip()]
 
     def _create(self, cur: _Cursor) -> None:
         for statement in self._schema():
@@ -402,7 +359,7 @@ def _answers(rows: list[Row]) -> list[StoredAnswer]:
 class _Cursor:
     """``run`` (no result) and ``all`` (rows) on one connection, with the store's placeholders."""
 
-    def __init__(self, store: Store, cursor: _DBCursor) -> None:
+    def __init__(self, store: Store, cursor: DBCursor) -> None:
         self._store = store
         self._cursor = cursor
 
@@ -437,7 +394,7 @@ class SQLiteStore(Store):
     def _schema(self) -> list[str]:
         return [*super()._schema(), *(
             f"CREATE TRIGGER IF NOT EXISTS ledger_no_{verb.lower()} BEFORE {verb} ON ledger "
-            f"BEGIN SELECT RAISE(ABORT, '{_APPEND_ONLY}'); END" for verb in ("UPDATE", "DELETE"))]
+            f"BEGIN SELECT RAISE(ABORT, '{APPEND_ONLY}'); END" for verb in ("UPDATE", "DELETE"))]
 
     def tables(self) -> set[str]:
         return {str(n) for (n,) in self.query("SELECT name FROM sqlite_master WHERE type = "
@@ -554,7 +511,7 @@ class PostgresStore(Store):
     def _schema(self) -> list[str]:
         return [*super()._schema(), f"""
             CREATE OR REPLACE FUNCTION fastmwem_ledger_append_only() RETURNS trigger
-            LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION '{_APPEND_ONLY}'; END $$""",
+            LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION '{APPEND_ONLY}'; END $$""",
                 "DROP TRIGGER IF EXISTS ledger_append_only ON ledger",
                 "CREATE TRIGGER ledger_append_only BEFORE UPDATE OR DELETE ON ledger FOR EACH ROW "
                 "EXECUTE FUNCTION fastmwem_ledger_append_only()",
@@ -595,22 +552,3 @@ def open_store(target: str) -> Store:
     if not os.path.isdir(directory):
         raise ValueError(f"--state: the directory {directory!r} does not exist")
     return SQLiteStore(target)
-
-
-class AnalystLedger:
-    """The global ledger as a :class:`~fastmwem.accounting.LedgerStore`, charging one analyst's
-    budget too (``analyst_id`` None: the data owner's own charges, such as the record count)."""
-
-    def __init__(self, store: Store, analyst_id: int | None) -> None:
-        self._store = store
-        self._analyst_id = analyst_id
-
-    def entries(self) -> tuple[LedgerEntry, ...]:
-        return tuple(entry for entry, _, _ in self._store.ledger())
-
-    def spent(self, width: int) -> tuple[Fraction, ...]:
-        row = self._store.budget(GLOBAL)
-        return (Fraction(0) if row is None else row[1],) * width
-
-    def commit(self, entries: Sequence[LedgerEntry], admit: Admit) -> None:
-        self._store.charge(self._analyst_id, entries, admit)
