@@ -1,4 +1,4 @@
-"""Helpers shared by ``aim_reference.py`` and ``mwem_vs_aim.py`` (not a benchmark).
+"""Helpers shared by ``aim_reference.py``, ``aim_suite.py`` and ``mwem_vs_aim.py`` (no benchmark).
 
 Each measured run is a fresh child process, so that its CPU time (user + system, every thread)
 and its peak resident memory come from the kernel's accounting of that one process
@@ -52,14 +52,22 @@ def write_json_atomic(path: str, payload: object) -> None:
 
 
 def load_dataset(name: str, csv_path: str | None, domain_path: str | None) -> Dataset:
-    """The bundled NLTCS, or a CSV of codes with its domain JSON (both paths given)."""
+    """The bundled NLTCS, or a CSV of codes with its domain JSON (both paths given).
+
+    A CSV whose name ends in ``.gz`` (the suite's tables) is read through pandas.
+    """
     if csv_path is None and domain_path is None:
         if name != "nltcs":
             raise SystemExit(f"dataset {name!r} needs --data CSV and --domain JSON")
         return load_nltcs()
     if csv_path is None or domain_path is None:
         raise SystemExit("--data and --domain go together")
-    return Dataset.from_csv(csv_path, Domain.from_json(domain_path))
+    domain = Domain.from_json(domain_path)
+    if csv_path.endswith(".gz"):
+        import pandas as pd
+
+        return Dataset.from_dataframe(pd.read_csv(csv_path)[list(domain.attributes)], domain)
+    return Dataset.from_csv(csv_path, domain)
 
 
 def mean_marginal_l1(data: Dataset, estimate: Callable[[tuple[str, ...]], np.ndarray],
@@ -99,29 +107,58 @@ def _terminate_raises() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def run_child(argv: Sequence[str], timeout: float | None) -> dict[str, object]:
+def _proc_usage(pid: int) -> tuple[float, float] | None:
+    """CPU seconds (user + system, every thread) and resident MB of a live process, or None."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+            text = fh.read()
+    except OSError:
+        return None
+    fields = text[text.rindex(")") + 2:].split()  # fields[0] is the stat file's 3rd field
+    ticks = os.sysconf("SC_CLK_TCK")
+    cpu = (int(fields[11]) + int(fields[12]) + int(fields[13]) + int(fields[14])) / ticks
+    rss_mb = int(fields[21]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    return cpu, rss_mb
+
+
+def run_child(argv: Sequence[str], timeout: float | None, *, cpu_timeout: float | None = None,
+              cpu_until: str | None = None, max_rss_mb: float | None = None) -> dict[str, object]:
     """Run ``argv`` as a child process; its CPU seconds, wall seconds and peak RSS.
 
     The child runs in its own session, so a timeout ends it and everything it started; so
     does this process being interrupted or sent SIGTERM (the child, in another session, would
     not get the signal and would run on, orphaned, for an hour or more of AIM).
-    Returns ``status`` ("ok", "failed" or "timeout"), ``returncode``, ``cpu_seconds``,
+    ``timeout`` caps wall seconds; ``cpu_timeout`` caps the child's CPU seconds (polled from
+    /proc every half second) until the file ``cpu_until`` exists (the child creates it when
+    the capped part is done; without it the cap holds to the end); ``max_rss_mb`` ends a child
+    whose resident memory passes it (to spare the other jobs on the machine).
+    Returns ``status`` ("ok", "failed", "timeout" or "out_of_memory"), ``limit`` (which limit
+    ended it: "wall", "cpu" or "rss"; None when none did), ``returncode``, ``cpu_seconds``,
     ``wall_seconds``, ``peak_rss_mb`` and the tail of its stderr.
     """
     with tempfile.TemporaryFile() as err, _terminate_raises():
         started = time.perf_counter()
         proc = subprocess.Popen(list(argv), stdout=subprocess.DEVNULL, stderr=err,
                                 start_new_session=True)
-        timed_out = False
+        limit = None
         try:
             while True:
                 pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
                 if pid:
                     break
                 if timeout is not None and time.perf_counter() - started > timeout:
+                    limit = "wall"
+                elif cpu_timeout is not None or max_rss_mb is not None:
+                    now = _proc_usage(proc.pid)
+                    capped = cpu_until is None or not os.path.exists(cpu_until)
+                    if now is not None and cpu_timeout is not None and capped \
+                            and now[0] > cpu_timeout:
+                        limit = "cpu"
+                    elif now is not None and max_rss_mb is not None and now[1] > max_rss_mb:
+                        limit = "rss"
+                if limit is not None:
                     os.killpg(proc.pid, signal.SIGKILL)
                     _, status, usage = os.wait4(proc.pid, 0)
-                    timed_out = True
                     break
                 time.sleep(0.5)
         except BaseException:
@@ -133,14 +170,19 @@ def run_child(argv: Sequence[str], timeout: float | None) -> dict[str, object]:
         err.seek(0)
         tail = err.read().decode("utf-8", "replace")[-4000:]
     code = proc.returncode
+    if limit is None:
+        state = "ok" if code == 0 else "failed"
+    else:
+        state = "out_of_memory" if limit == "rss" else "timeout"
     return {
-        "status": "timeout" if timed_out else ("ok" if code == 0 else "failed"),
+        "status": state,
+        "limit": limit,
         "returncode": code,
         "cpu_seconds": usage.ru_utime + usage.ru_stime,
         "wall_seconds": wall,
         # ru_maxrss is in KiB on Linux.
         "peak_rss_mb": usage.ru_maxrss / 1024.0,
-        "stderr_tail": tail if code != 0 or timed_out else "",
+        "stderr_tail": tail if code != 0 or limit is not None else "",
     }
 
 
