@@ -85,7 +85,8 @@ def mwem(
     ``epsilon_round / 2``, measures it with Laplace noise at ``epsilon_round / 2``, and applies the
     multiplicative-weights update ``A(x) <- A(x) exp(q(x) (m - q(A)) / (2 n))`` (see
     :class:`~fastmwem.release.MWState` for its numerically safe form), followed by up to
-    ``reuse_passes`` passes over all measurements so far.
+    ``reuse_passes`` passes over all measurements so far, or with ``estimator="fit"`` by the
+    inverse-variance weighted least-squares fit to them all (post-processing either way).
 
     The synthetic distribution is a dense histogram when the domain allows one; on a larger
     domain (above ``MAX_DENSE_CELLS`` or the memory) it is a junction tree of clique tables
