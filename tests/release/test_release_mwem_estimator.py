@@ -177,7 +177,7 @@ def test_a_fit_iterations_of_another_type_is_a_type_error():
         MWEMConfig(epsilon=1.0, estimator="fit", fit_iterations=2.5)
 
 
-def test_a_one_way_start_of_single_queries_is_refused_at_the_plan():
+def test_a_one_way_start_of_single_queries_is_refused():
     ds = table()
     w = RandomCountingQueries(ds.domain, 20, rng=0)
     acc = Accountant(epsilon=1.0)
@@ -243,6 +243,19 @@ def test_the_one_way_start_gives_the_1_way_marginals_at_a_large_budget(estimator
     got = one_way.answer(result.histogram / 5000)
     want = one_way.answer(ds.histogram() / 5000)
     assert np.abs(got - want).max() < 0.01
+
+
+@pytest.mark.parametrize("model", ["dense", "junction-tree"])
+def test_a_one_way_start_that_leaves_the_rounds_nothing_is_refused(model):
+    ds = table()
+    w = Marginals.all_kway(ds.domain, 1)
+    acc = Accountant(epsilon=1.0)
+    with pytest.raises(ValueError, match="leaves the rounds nothing"):
+        mwem(ds, w, epsilon=1.0, rounds=2, rng=0, accountant=acc, init="one-way", model=model)
+    assert acc.ledger == ()
+    result = mwem(ds, w, epsilon=1.0, rounds=2, rng=0, init="one-way", model=model,
+                  exclude_measured=False)
+    assert len(result.selected) == 5 + 2
 
 
 def test_an_adaptive_run_with_the_one_way_start_measures_them_once_in_the_plan():

@@ -270,7 +270,12 @@ def _without_start(setup: MWEMSetup, measured: LinearWorkload, own: int,
     ids = np.array(one_way_groups(measured), dtype=np.int64)
     drop = np.zeros(setup.candidates.size, dtype=bool)
     drop[ids[(ids >= own) | excluded]] = True
-    return dataclasses.replace(setup, candidates=setup.candidates & ~drop)
+    candidates = setup.candidates & ~drop
+    if not candidates.any():
+        raise ValueError("init='one-way' measures every candidate at the start (all are 1-way "
+                         "marginals), which leaves the rounds nothing: use another init, or "
+                         "exclude_measured=False")
+    return dataclasses.replace(setup, candidates=candidates)
 
 
 def _check_run(config: MWEMConfig, setup: MWEMSetup, workload: LinearWorkload) -> None:
