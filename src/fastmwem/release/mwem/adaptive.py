@@ -32,6 +32,8 @@ from fastmwem.release.mwem.rounds import (
     Measurement,
     Run,
     TotalEstimate,
+    one_way_start,
+    refit,
     reuse,
     start_state,
     synthetic_answers,
@@ -116,6 +118,10 @@ class AdaptiveRun:
         self._reuse()
 
     def _reuse(self) -> None:
+        """The estimator after a measurement: reuse passes, or the weighted fit."""
+        if self.config.estimator == "fit":
+            refit(self.run, self.workload, self.config)
+            return
         passes = min(self.config.reuse_passes, ADAPTIVE_REUSE_PASSES)
         reuse(self.run, self.workload, self.config.reuse_tolerance, passes)
 
@@ -167,10 +173,20 @@ def run_adaptive(private: PrivateView, workload: LinearWorkload, domain: Domain,
                  weights: np.ndarray, bar: object) -> tuple[AdaptiveRun, Accountant]:
     """Start the state, measure the 1-way marginals, then run rounds until the budget is spent.
 
+    The 1-way marginals are measured at the first round's share (:meth:`AdaptiveRun.one_way_first`),
+    or with ``init="one-way"`` at the start's share, charged in the plan.
+
     Returns the finished rounds and the schedule's accountant (its ledger is every round's
     charge within the ceiling).
     """
     state, count_std = start_state(private, domain, config, model, rng, split)
+    totals = (TotalEstimate(state.total, count_std)
+              if count_std is not None and getattr(workload, "groups_partition_cells", False)
+              else None)
+    start: list[Measurement] = []
+    if config.init == "one-way":  # measured at the start's share, not the first round's
+        state, start = one_way_start(private, workload, config, model, setup, rng, state.total,
+                                     totals)
     if model != "dense":
         from fastmwem.release.mwem.setup import candidate_groups, worth_measuring
 
@@ -185,11 +201,11 @@ def run_adaptive(private: PrivateView, workload: LinearWorkload, domain: Domain,
                          config.round_count(len(domain)),
                          config.select_rho_per_epsilon2() if isinstance(config.definition, ZCDPDefinition)
                          else Fraction(1, 8))
-    run = Run(state, setup, step=ADAPTIVE_STEP, weighted=True)
+    run = Run(state, setup, measurements=start, step=ADAPTIVE_STEP, weighted=True)
     rounds = AdaptiveRun(run, workload, schedule, chooser, weights, config)
-    if count_std is not None and getattr(workload, "groups_partition_cells", False):
-        rounds.totals = TotalEstimate(state.total, count_std)
-    rounds.one_way_first(rng)
+    rounds.totals = totals
+    if not start:
+        rounds.one_way_first(rng)
     t = 0
     while True:
         t += 1

@@ -39,7 +39,8 @@ if TYPE_CHECKING:
 
 __all__ = ["MWEMConfig", "MAX_REUSE_PASSES", "MAX_FINAL_PASSES", "FINAL_PASSES_FACTORED",
            "SELECT_FRACTION_FACTORED", "SELECT_FRACTION_FACTORED_EXACT",
-           "SELECT_FRACTION_ADAPTIVE", "MODELS", "PROGRESS_SECONDS"]
+           "SELECT_FRACTION_ADAPTIVE", "MODELS", "PROGRESS_SECONDS", "ESTIMATORS", "INITS",
+           "MAX_FIT_ITERATIONS", "FINAL_FIT_ITERATIONS"]
 
 #: Largest number of reuse passes per round.
 MAX_REUSE_PASSES = 1000
@@ -62,6 +63,19 @@ SELECT_FRACTION_ADAPTIVE = {"zcdp": Fraction(1, 10), "pure": Fraction(3, 10)}
 
 #: The synthetic models a run can keep (``MWEMConfig.model``).
 MODELS = ("auto", "dense", "junction-tree", "product")
+
+#: How a run refits its synthetic state to the measurements (``MWEMConfig.estimator``).
+ESTIMATORS = ("passes", "fit")
+
+#: How a run starts (``MWEMConfig.init``).
+INITS = ("uniform", "noisy-histogram", "one-way")
+
+#: Largest ``fit_iterations``.
+MAX_FIT_ITERATIONS = 100_000
+
+#: Mirror-descent steps of the fit after the last round (``estimator="fit"``), which stops
+#: earlier once ``fit_tolerance`` holds: the rounds' fits are capped, the final one converges.
+FINAL_FIT_ITERATIONS = 1000
 
 #: With ``progress=None``, runs estimated to take longer than this (seconds) show progress.
 PROGRESS_SECONDS = 30.0
@@ -99,8 +113,14 @@ class MWEMConfig:
             distribution by less than this in L1 distance (0 never stops early). The test looks
             only at the noisy measurements and the synthetic distribution, so it is
             post-processing and costs no privacy.
-        init: ``"uniform"`` or ``"noisy-histogram"`` (s.2.3.3; charged to the budget).
-        init_fraction: share of epsilon spent on the noisy histogram.
+        init: ``"uniform"``, ``"noisy-histogram"`` (s.2.3.3; charged to the budget; a factored
+            model measures the 1-way marginals instead), or ``"one-way"``: every 1-way marginal
+            is measured first, each at ``1 / d`` of ``init_fraction`` of the budget (``d``
+            attributes; sensitivity 1 each), the run starts from their product (mixed with
+            ``init_uniform_mix``), and they stay measurements that the estimator fits with the
+            rounds' ones (dense or factored; whole-group measurement only). An adaptive run
+            with ``"one-way"`` measures them so instead of at its first round's share.
+        init_fraction: share of epsilon spent on the noisy histogram or the 1-way marginals.
         init_uniform_mix: weight of the uniform distribution mixed into the noisy-histogram start,
             so that no cell starts at zero (multiplicative weights can never revive a zero cell).
         output: ``"last"`` iterate (the paper's experiments) or ``"average"`` of the iterates (the
@@ -165,6 +185,21 @@ class MWEMConfig:
             measurements are fitted as well as the first; ``None``: none for a dense model,
             ``FINAL_PASSES_FACTORED`` for a factored one, whose large marginals
             multiplicative weights fits slowly.
+        estimator: how the synthetic state is refitted after each measurement: ``"passes"``
+            (the multiplicative-weights update and ``reuse_passes`` reuse passes, then
+            ``final_passes``), or ``"fit"``: the update, then the inverse-variance weighted
+            least-squares fit to every measurement so far, each weighed by its own noise
+            (:func:`~fastmwem.models.fit.fit`, the estimator of AIM, arXiv:2201.12677), warm
+            started and capped at ``fit_iterations`` steps a round, and after the last round
+            a fit of up to ``FINAL_FIT_ITERATIONS`` steps (``reuse_passes``,
+            ``reuse_tolerance`` and ``final_passes`` are then unused). Either reads only the
+            released measurements and the synthetic state: post-processing, no privacy cost
+            and no change to the plan. The first-measurement noise test works as with passes:
+            if it stops updates, nothing is fitted.
+        fit_iterations: most mirror-descent steps of each round's fit (``estimator="fit"``;
+            1 to ``MAX_FIT_ITERATIONS``).
+        fit_tolerance: a fit stops once a step lowers its loss by less than this share of
+            it, or moves the distribution by less than this in L1 (finite, >= 0).
 
     Each step's share of epsilon must leave a finite noise scale: a tiny epsilon spread over many
     rounds is refused here, with the share named, rather than failing after the charge.
@@ -198,6 +233,9 @@ class MWEMConfig:
     rho: float | None = None
     initial_rounds: int | None = None
     total_std: float | None = None
+    estimator: str = "passes"
+    fit_iterations: int = 100
+    fit_tolerance: float = 1e-6
     if TYPE_CHECKING:  # set by __post_init__ from selection, index, top_k and allow_uncertified
         round_selection: RoundSelection = field(init=False)
 
@@ -214,8 +252,14 @@ class MWEMConfig:
                 raise ValueError("initial_rounds is for adaptive runs (rounds=None)")
         check_int(self.reuse_passes, "reuse_passes", minimum=0, maximum=MAX_REUSE_PASSES)
         _check_tolerance(self.reuse_tolerance)
+        _choice(self.estimator, "estimator", ESTIMATORS)
+        check_int(self.fit_iterations, "fit_iterations", minimum=1, maximum=MAX_FIT_ITERATIONS)
+        _check_tolerance(self.fit_tolerance, "fit_tolerance")
         _choice(self.measure, "measure", ("auto", "group", "query"))
-        _choice(self.init, "init", ("uniform", "noisy-histogram"))
+        _choice(self.init, "init", INITS)
+        if self.init == "one-way" and self.measure == "query":
+            raise ValueError("init='one-way' measures whole 1-way marginals: it needs "
+                             "measure='group' (or 'auto')")
         _choice(self.output, "output", ("last", "average"))
         _choice(self.model, "model", MODELS)
         check_int(self.max_clique_cells, "max_clique_cells", minimum=1)
@@ -257,7 +301,7 @@ class MWEMConfig:
     def _check_shares(self) -> None:
         """Refuse a split of the budget that leaves some step a noise scale that is not finite."""
         count = self.count_fraction if self.total is None else 0.0
-        init = self.init_fraction if self.init == "noisy-histogram" else 0.0
+        init = self.init_fraction if self.init != "uniform" else 0.0
         if count + init >= 1:
             raise ValueError(
                 f"count_fraction ({count}) and init_fraction ({init}) leave no budget for the "
@@ -280,7 +324,7 @@ class MWEMConfig:
             if count:
                 shares.append(("count", f"the record count ({budget} * count_fraction)"))
             if init:
-                shares.append(("init", f"the initial histogram ({budget} * init_fraction)"))
+                shares.append(("init", f"the {self._start_name()} ({budget} * init_fraction)"))
             for key, what in shares:
                 if split[key] <= 0:
                     raise ValueError(f"{given} leaves {what} no budget at all")
@@ -353,7 +397,7 @@ class MWEMConfig:
         total = self.budget()
         count = total * exact(self.count_fraction, "count_fraction") if self.total is None else 0
         init = (total * exact(self.init_fraction, "init_fraction")
-                if self.init == "noisy-histogram" else 0)
+                if self.init != "uniform" else 0)
         t = self.rounds if rounds is None else rounds
         if t is None:
             raise ValueError("an adaptive run's split needs its rounds T0")
@@ -370,6 +414,16 @@ class MWEMConfig:
             "measure": shares[1],
         }
 
+    def one_way_share(self, attributes: int) -> float:
+        """``init="one-way"``: each 1-way marginal's share (an epsilon, or a rho under zCDP),
+        the start's float share over ``attributes``, rounded down (so they add up to at most
+        it)."""
+        init = self.budget_split("dense", rounds=1)["init"]
+        return float_below(Fraction(init) / max(1, int(attributes)))
+
+    def _start_name(self) -> str:
+        return "1-way marginals" if self.init == "one-way" else "initial histogram"
+
     def rounds_budget(self) -> Fraction:
         """What the rounds may spend, exact: the budget less the count's and start's floats."""
         split = self.budget_split("dense", rounds=1)
@@ -377,11 +431,11 @@ class MWEMConfig:
 
 
 
-def _check_tolerance(value: object) -> None:
+def _check_tolerance(value: object, name: str = "reuse_tolerance") -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
-        raise TypeError(f"reuse_tolerance must be a real number, got {type(value).__name__}")
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
     if not math.isfinite(float(value)) or float(value) < 0:
-        raise ValueError(f"reuse_tolerance must be a finite number >= 0, got {value}")
+        raise ValueError(f"{name} must be a finite number >= 0, got {value}")
 
 
 def _choice(value: object, name: str, options: tuple[str, ...]) -> None:

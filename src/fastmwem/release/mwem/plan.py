@@ -9,13 +9,21 @@ the accountant's room for them without running anything.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
-from fastmwem._validation import check_int, check_memory
+import numpy as np
+
+from fastmwem._validation import check_int, check_memory, check_noise_scale
 from fastmwem.accounting import PrivacyEvent
-from fastmwem.release._privacy import ZCDPDefinition, check_zcdp_workload
+from fastmwem.release._privacy import (
+    PureDefinition,
+    ZCDPDefinition,
+    check_zcdp_workload,
+    integer_valued,
+)
 from fastmwem.release.mwem.resources import MWEMResources, mwem_resources
 from fastmwem.release.mwem.setup import (
     MWEMSetup,
@@ -28,13 +36,16 @@ from fastmwem.release.mwem.setup import (
     within_cap,
 )
 from fastmwem.release.selection import RoundSelection
+from fastmwem.release.selection.candidates import _marginal_groups
 from fastmwem.workloads.base import LinearWorkload
+from fastmwem.workloads.concatenate import Concatenate
+from fastmwem.workloads.marginals import Marginals
 
 if TYPE_CHECKING:
     from fastmwem.release.mwem.config import MWEMConfig
 
 __all__ = ["MWEMPlan", "Candidates", "plan_mwem", "check_run_inputs", "mwem_privacy_plan",
-           "plan_setup"]
+           "plan_setup", "with_one_way", "one_way_groups"]
 
 
 @dataclass(frozen=True)
@@ -82,6 +93,9 @@ class Candidates:
         adaptive: whether the run's rounds are adaptive (``rounds=None``).
         measured: the workload whose groups (or queries) the rounds select from.
         selection: the round selection, bound to ``measured``.
+        one_way: whether ``measured`` holds every 1-way marginal (``init="one-way"``,
+            :func:`with_one_way`).
+        own_groups: the groups of ``measured`` before :func:`with_one_way` appended any.
     """
 
     workload: LinearWorkload
@@ -90,11 +104,14 @@ class Candidates:
     adaptive: bool
     measured: LinearWorkload
     selection: RoundSelection
+    one_way: bool = False
+    own_groups: int = 0
 
     def serves(self, config: MWEMConfig, workload: LinearWorkload, model: str) -> bool:
         """Whether a run of ``config`` on ``workload`` with ``model`` selects from these."""
         return (self.workload is workload and self.model == model
                 and self.adaptive == config.adaptive
+                and self.one_way == (config.init == "one-way")
                 and self.kind == candidate_kind(config, workload, model)
                 and bool(self.selection == config.round_selection))
 
@@ -165,7 +182,11 @@ def mwem_privacy_plan(config: MWEMConfig, workload: LinearWorkload, *,
     # Events hold the exact binary value of each float share, so the plan fits the budget.
     if split["count"] > 0:
         plan.append((event(split["count"]), f"record count ({noise})"))
-    if split["init"] > 0:
+    if split["init"] > 0 and config.init == "one-way":
+        each = event(config.one_way_share(len(workload.domain)))
+        plan += [(each, f"initial 1-way marginal {name} ({noise})")
+                 for name in workload.domain.attributes]
+    elif split["init"] > 0:
         start = "histogram" if model == "dense" else "1-way marginals"
         plan.append((event(split["init"]), f"initial {start} ({noise})"))
     if config.adaptive:
@@ -190,20 +211,71 @@ def plan_setup(config: MWEMConfig, workload: LinearWorkload, memory_limit: int |
     model = choose_model(config, workload, memory_limit)
     kind = candidate_kind(config, workload, model)
     found = next((c for c in shared or () if c.serves(config, workload, model)), None)
+    one_way = config.init == "one-way"
     if found is None:
         measured = candidate_workload(config, workload, model)
+        own = int(measured.n_groups)
+        if one_way:
+            measured = with_one_way(measured)
         setup = prepare(config, measured, model)
         if shared is not None:
             shared.append(Candidates(workload, kind, model, config.adaptive, measured,
-                                     setup.selection))
+                                     setup.selection, one_way, own))
     else:
-        measured = found.measured
+        measured, own = found.measured, found.own_groups
         setup = prepare(config, measured, model, found.selection)
     if measured is not workload and kind == "supersets":
         setup = only_supersets(setup, measured, workload)
+    if one_way and setup.group_mode:
+        setup = _without_start(setup, measured, own, config.excludes_measured)
     if model != "dense":
         setup = within_cap(setup, measured, config.max_clique_cells)
     return model, measured, setup
+
+
+def with_one_way(measured: LinearWorkload) -> LinearWorkload:
+    """``measured`` with every 1-way marginal among its groups (``init="one-way"``).
+
+    A workload of whole marginals keeps those it has and gets the others appended, in
+    attribute order; any other workload gets all of them appended.
+    """
+    domain = measured.domain
+    groups = _marginal_groups(measured)
+    have = set() if groups is None else {axes for axes in groups if len(axes) == 1}
+    missing = [[name] for a, name in enumerate(domain.attributes) if (a,) not in have]
+    if not missing:
+        return measured
+    return Concatenate([measured, Marginals(domain, missing)])
+
+
+def one_way_groups(measured: LinearWorkload) -> list[int]:
+    """The group of each attribute's 1-way marginal in a workload :func:`with_one_way` made,
+    in attribute order."""
+    d = len(measured.domain)
+    groups = _marginal_groups(measured)
+    if groups is None:  # every 1-way marginal was appended, in attribute order
+        n = int(measured.n_groups)
+        return list(range(n - d, n))
+    first: dict[tuple[int, ...], int] = {}
+    for g, axes in enumerate(groups):
+        first.setdefault(axes, g)
+    return [first[(a,)] for a in range(d)]
+
+
+def _without_start(setup: MWEMSetup, measured: LinearWorkload, own: int,
+                   excluded: bool) -> MWEMSetup:
+    """The 1-way groups measured at the start leave the rounds' candidates: those appended for
+    the start (ids from ``own`` on) always, the candidates' own ones when measured groups are
+    excluded (public)."""
+    ids = np.array(one_way_groups(measured), dtype=np.int64)
+    drop = np.zeros(setup.candidates.size, dtype=bool)
+    drop[ids[(ids >= own) | excluded]] = True
+    candidates = setup.candidates & ~drop
+    if not candidates.any():
+        raise ValueError("init='one-way' measures every candidate at the start (all are 1-way "
+                         "marginals), which leaves the rounds nothing: use another init, or "
+                         "exclude_measured=False")
+    return dataclasses.replace(setup, candidates=candidates)
 
 
 def _check_run(config: MWEMConfig, setup: MWEMSetup, workload: LinearWorkload) -> None:
@@ -211,6 +283,8 @@ def _check_run(config: MWEMConfig, setup: MWEMSetup, workload: LinearWorkload) -
     if isinstance(config.definition, ZCDPDefinition):
         check_zcdp_workload(workload)
         config.select_rho_per_epsilon2()
+    if config.init == "one-way":
+        _check_one_way(config, setup, workload)
     if config.adaptive:
         if not setup.group_mode:
             raise ValueError("adaptive rounds (rounds=None) measure whole groups: use "
@@ -228,3 +302,17 @@ def _check_run(config: MWEMConfig, setup: MWEMSetup, workload: LinearWorkload) -
         )
 
 
+def _check_one_way(config: MWEMConfig, setup: MWEMSetup, workload: LinearWorkload) -> None:
+    """Refuse a 1-way start the run cannot measure: single queries, or a noise scale that is
+    not finite at each marginal's share."""
+    if not setup.group_mode:
+        raise ValueError("init='one-way' measures whole 1-way marginals as groups: this "
+                         "workload's groups are single queries, so use another init")
+    each = config.one_way_share(len(workload.domain))
+    sensitivity = float(np.asarray(workload.group_sensitivity)[one_way_groups(workload)].max())
+    what = f"each 1-way marginal of the start (init_fraction / {len(workload.domain)})"
+    if each <= 0:
+        raise ValueError(f"{what} gets no budget at all")
+    if isinstance(config.definition, PureDefinition):
+        check_noise_scale(sensitivity, each, what)
+    config.definition.measurement(each, sensitivity, integer=integer_valued(workload))

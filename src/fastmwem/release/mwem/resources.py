@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from fastmwem.release.mwem.config import FINAL_PASSES_FACTORED
+from fastmwem.release.mwem.config import FINAL_FIT_ITERATIONS, FINAL_PASSES_FACTORED
 from fastmwem.workloads.base import LinearWorkload
 
 if TYPE_CHECKING:
@@ -23,6 +23,8 @@ _HISTOGRAM_COPIES = 7
 # clipped, mixed copy (init="noisy-histogram").
 _AVERAGE_COPIES = 1
 _NOISY_INIT_COPIES = 2
+# estimator="fit": the saved point, the gradient, the step's factors and a difference.
+_FIT_COPIES = 4
 # Arrays of one entry per query (true answers, current answers and errors) and per group
 # (offsets, sensitivities, penalties, candidates, scores, the selection's noise and log-weights),
 # at 8 bytes an entry. Measured: about 65 bytes a query for 10**7 single-query groups.
@@ -91,14 +93,17 @@ def mwem_resources(config: MWEMConfig, workload: LinearWorkload, *,
         copies += _AVERAGE_COPIES
     if config.init == "noisy-histogram":
         copies += _NOISY_INIT_COPIES
+    if _fits(config):
+        copies += _FIT_COPIES
     rounds = _rounds(config, workload)
     largest_group = int(np.diff(workload.group_offsets).max())
     memory = (8 * (copies * cells + _PER_QUERY_ARRAYS * queries + _PER_GROUP_ARRAYS * groups)
               + rounds * (_BYTES_PER_ROUND + 8 * largest_group))
     if getattr(workload, "groups_partition_cells", False):
         memory += min(_INDEX_CACHE_BYTES, 8 * cells * groups)
-    passes = int(config.reuse_passes)
-    updates = rounds + passes * rounds * (rounds + 1) // 2
+    updates = rounds + _passes(config) * rounds * (rounds + 1) // 2
+    if _fits(config):
+        updates += FINAL_FIT_ITERATIONS * rounds
     seconds = (updates * cells * _SECONDS_PER_CELL_UPDATE
                + rounds * (cells * _SECONDS_PER_CELL_ROUND + queries * _SECONDS_PER_QUERY_ROUND))
     return MWEMResources(cells, queries, groups, int(memory), updates, float(seconds))
@@ -115,12 +120,24 @@ _SECONDS_PER_FACTORED_QUERY = 1e-7
 
 
 def _rounds(config: MWEMConfig, workload: LinearWorkload) -> int:
-    """The most rounds a run can make: its rounds, or an adaptive run's ``T0`` plus the 1-way
-    marginals it measures first (every adaptive round costs at least the first one's share)."""
+    """The most measurements a run can make: its rounds, or an adaptive run's ``T0`` plus the
+    1-way marginals it measures first (every adaptive round costs at least the first one's
+    share); plus the 1-way marginals of ``init="one-way"``."""
     rounds = getattr(config, "rounds", None)
+    start = len(workload.domain) if getattr(config, "init", None) == "one-way" else 0
     if rounds is not None:
-        return int(rounds)
+        return int(rounds) + start
     return int(config.round_count(len(workload.domain))) + len(workload.domain)
+
+
+def _fits(config: MWEMConfig) -> bool:
+    return getattr(config, "estimator", "passes") == "fit"
+
+
+def _passes(config: MWEMConfig) -> int:
+    """Passes over the measurements a round may make: reuse passes, or steps of the fit (each
+    touches every measurement, as a pass does)."""
+    return int(config.fit_iterations if _fits(config) else config.reuse_passes)
 
 
 def _factored_resources(config: MWEMConfig, workload: LinearWorkload) -> MWEMResources:
@@ -130,13 +147,15 @@ def _factored_resources(config: MWEMConfig, workload: LinearWorkload) -> MWEMRes
     attributes = len(workload.domain)
     rounds = _rounds(config, workload)
     model = min(attributes, max(1, rounds)) * cap + sum(workload.domain.shape)
+    copies = _FACTORED_MODEL_COPIES + (2 if _fits(config) else 0)  # saved, gradient
     memory = (8 * (_FACTORED_PER_QUERY_ARRAYS * queries + _PER_GROUP_ARRAYS * groups
-                   + _FACTORED_MODEL_COPIES * model)
+                   + copies * model)
               + rounds * (_BYTES_PER_ROUND + 8 * int(np.diff(workload.group_offsets).max())))
-    passes = int(config.reuse_passes)
     final = getattr(config, "final_passes", None)
     final = FINAL_PASSES_FACTORED if final is None else int(final)
-    updates = rounds + passes * rounds * (rounds + 1) // 2 + final * rounds
+    if _fits(config):
+        final = FINAL_FIT_ITERATIONS
+    updates = rounds + _passes(config) * rounds * (rounds + 1) // 2 + final * rounds
     seconds = (updates * _SECONDS_PER_FACTORED_UPDATE
                + rounds * queries * _SECONDS_PER_FACTORED_QUERY)
     return MWEMResources(int(workload.domain.size), queries, groups, int(memory), updates,

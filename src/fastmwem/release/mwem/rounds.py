@@ -20,17 +20,26 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
 from fastmwem.data.domain import Domain
 from fastmwem.models.factored import FactoredState
+from fastmwem.models.fit import FitMeasurement, fit
 from fastmwem.models.passes import fit_queries
-from fastmwem.models.state import MAX_RECORDS, MWState, SyntheticState, clipped_targets
-from fastmwem.release._privacy import PureDefinition
+from fastmwem.models.state import (
+    MAX_RECORDS,
+    MWState,
+    SyntheticState,
+    clipped_targets,
+    noisy_start,
+)
+from fastmwem.release._privacy import PureDefinition, integer_valued
 from fastmwem.release.mwem.annealing import noise_std
+from fastmwem.release.mwem.config import FINAL_FIT_ITERATIONS
 from fastmwem.release.mwem.data_view import PrivateView
+from fastmwem.release.mwem.plan import one_way_groups
 from fastmwem.release.mwem.setup import MWEMSetup
 from fastmwem.release.result import MWEMResult
 from fastmwem.workloads.base import LinearWorkload, groups_of_queries
@@ -38,14 +47,16 @@ from fastmwem.workloads.base import LinearWorkload, groups_of_queries
 if TYPE_CHECKING:
     from fastmwem.release.mwem.config import MWEMConfig
 
-__all__ = ["Measurement", "Run", "start_state", "update", "reuse", "result_of", "TotalEstimate",
-           "refined_total", "noise_threshold", "synthetic_answers", "within_noise"]
+__all__ = ["Measurement", "Run", "start_state", "one_way_start", "update", "reuse", "refit",
+           "result_of", "TotalEstimate", "refined_total", "noise_threshold", "synthetic_answers",
+           "within_noise"]
 
 
 @dataclass
 class Measurement:
     """One released measurement: its group, its queries, the noisy values and the noise's
-    standard deviation (``std``; used to weigh it in the reuse passes of adaptive runs)."""
+    standard deviation (``std``; used to weigh it in the reuse passes of adaptive runs and
+    by ``estimator="fit"``)."""
 
     group: int
     queries: slice
@@ -92,19 +103,57 @@ def start_state(private: PrivateView, domain: Domain, config: MWEMConfig, model:
     return _start(private, domain, config, model, rng, split, total), std
 
 
+def one_way_start(private: PrivateView, workload: LinearWorkload, config: MWEMConfig,
+                  model: str, setup: MWEMSetup, rng: np.random.Generator, total: float,
+                  totals: TotalEstimate | None) -> tuple[SyntheticState, list[Measurement]]:
+    """``init="one-way"``: measure every 1-way marginal, and start from their product.
+
+    Each marginal is measured at ``config.one_way_share`` (as the plan charges it) with its
+    group's sensitivity; the noisy marginals, clipped and mixed with ``init_uniform_mix``, make
+    a product distribution (post-processing). Returns the state and the measurements, which
+    the rounds' estimator keeps fitting. ``totals``, if any, takes in each marginal's sum.
+    """
+    domain, definition = workload.domain, config.definition
+    ids = one_way_groups(workload)
+    if private.dense:
+        histogram = private.histogram()
+        true = [workload.answer_group(histogram, g) for g in ids]
+    else:
+        true = [workload.answer_on_marginal(g, table) for g, table in zip(ids, private.one_way())]
+    each, integer = config.one_way_share(len(domain)), integer_valued(workload)
+    measured = []
+    for g, answers in zip(ids, true):
+        mechanism = definition.measurement(each, float(setup.sensitivities[g]), integer=integer)
+        values = np.atleast_1d(np.asarray(mechanism.release(answers, rng=rng), dtype=np.float64))
+        std = noise_std(mechanism)
+        if totals is not None:
+            total = totals.add(values, std)
+        measured.append(Measurement(g, workload.group_queries(g), values, std))
+    mix = config.init_uniform_mix
+    if model == "dense":
+        law = np.ones(())
+        for m in measured:
+            law = np.multiply.outer(law, noisy_start(m.values.copy(), total, mix))
+        return MWState(domain, law.reshape(-1), total), measured
+    state = FactoredState.from_noisy_marginals(
+        domain, [m.values for m in measured], total, mix,
+        max_clique_cells=config.max_clique_cells, product=model == "product")
+    return state, measured
+
+
 def _start(private: PrivateView, domain: Domain, config: MWEMConfig, model: str,
            rng: np.random.Generator, split: dict[str, float], total: float) -> SyntheticState:
     definition = config.definition
     mix = config.init_uniform_mix
-    noisy_start = config.init == "noisy-histogram"
+    noisy_init = config.init == "noisy-histogram"
     if model == "dense":
-        if noisy_start:
+        if noisy_init:
             hist = definition.measurement(split["init"], 1.0).release(private.histogram(), rng=rng)
             return MWState.from_noisy_histogram(domain, np.asarray(hist, dtype=np.float64),
                                                 total, mix)
         return MWState.uniform(domain, total)
     cells, product = config.max_clique_cells, model == "product"
-    if noisy_start:
+    if noisy_init:
         one_way = private.one_way()
         if isinstance(definition, PureDefinition):
             # One record moves each of the d 1-way marginals by 1: L1 sensitivity d, all at once.
@@ -218,6 +267,33 @@ def reuse(run: Run, workload: LinearWorkload, tolerance: float, passes: int) -> 
             return done
     return passes
 
+
+def refit(run: Run, workload: LinearWorkload, config: MWEMConfig, *,
+          final: bool = False) -> int:
+    """``estimator="fit"``: refit the state to every measurement so far (or after the last
+    round, ``final``); return the steps taken.
+
+    The inverse-variance weighted least-squares fit of :func:`~fastmwem.models.fit.fit`, from
+    the current state, for at most ``fit_iterations`` steps (final: ``FINAL_FIT_ITERATIONS``).
+    Nothing is fitted once the noise test has stopped the updates. Post-processing of
+    released values only.
+    """
+    if not run.measurements or not run.updating:
+        return 0
+    # The fit weighs by (total / std)^2, which must stay a finite float: a std below this
+    # (a budget near the float range) weighs as this one, and its measurement is then as
+    # good as exact anyway.
+    floor = run.state.total * _FIT_STD_FLOOR
+    records = [m if m.std >= floor else FitMeasurement(m.queries, m.values, floor)
+               for m in run.measurements]
+    state = cast("MWState | FactoredState", run.state)
+    report = fit(state, workload, records, tolerance=config.fit_tolerance,
+                 max_iterations=FINAL_FIT_ITERATIONS if final else config.fit_iterations)
+    return report.iterations
+
+
+#: Smallest noise std the fit weighs by, as a share of the record count (see :func:`refit`).
+_FIT_STD_FLOOR = 1e-150
 
 #: Largest query-row table (cells x measurements) the compiled reuse passes gather.
 MAX_PASS_ROWS_CELLS = 2**22

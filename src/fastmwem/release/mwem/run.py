@@ -40,7 +40,9 @@ from fastmwem.release.mwem.plan import (
 from fastmwem.release.mwem.rounds import (
     Measurement,
     Run,
+    one_way_start,
     refined_total,
+    refit,
     result_of,
     reuse,
     start_state,
@@ -83,7 +85,8 @@ def mwem(
     ``epsilon_round / 2``, measures it with Laplace noise at ``epsilon_round / 2``, and applies the
     multiplicative-weights update ``A(x) <- A(x) exp(q(x) (m - q(A)) / (2 n))`` (see
     :class:`~fastmwem.release.MWState` for its numerically safe form), followed by up to
-    ``reuse_passes`` passes over all measurements so far.
+    ``reuse_passes`` passes over all measurements so far, or with ``estimator="fit"`` by the
+    inverse-variance weighted least-squares fit to them all (post-processing either way).
 
     The synthetic distribution is a dense histogram when the domain allows one; on a larger
     domain (above ``MAX_DENSE_CELLS`` or the memory) it is a junction tree of clique tables
@@ -216,12 +219,25 @@ def _final_passes(config: MWEMConfig, model: str) -> int:
     return 0 if model == "dense" else FINAL_PASSES_FACTORED
 
 
+def _estimate(run: Run, workload: LinearWorkload, config: MWEMConfig, passes: int, *,
+              final: bool = False) -> int:
+    """The run's estimator after a measurement or the last round: ``passes`` reuse passes, or
+    the weighted fit (``config.estimator``); return the passes or steps taken."""
+    if config.estimator == "fit":
+        return refit(run, workload, config, final=final)
+    return reuse(run, workload, config.reuse_tolerance, passes)
+
+
 def _run(private: PrivateView, workload: LinearWorkload, domain: Domain, config: MWEMConfig,
          setup: MWEMSetup, model: str, rng: np.random.Generator, bar: object,
          fields: dict[str, object]) -> MWEMResult:
     split = config.budget_split(model)
     state, count_std = start_state(private, domain, config, model, rng, split)
     totals = refined_total(state, count_std, workload, setup)
+    start: list[Measurement] = []
+    if config.init == "one-way":
+        state, start = one_way_start(private, workload, config, model, setup, rng, state.total,
+                                     totals)
     if model != "dense":
         setup = worth_measuring(setup, state.total)
         private.groups = candidate_groups(setup, workload)
@@ -230,7 +246,8 @@ def _run(private: PrivateView, workload: LinearWorkload, domain: Domain, config:
         sensitivities=setup.sensitivities, penalties=setup.penalties)
     private.release()  # the chooser keeps what its rounds need (all answers, or the histogram)
 
-    run = Run(state, setup, noise_test=config.noise_test, measure_epsilon=split["measure"])
+    run = Run(state, setup, measurements=start, noise_test=config.noise_test,
+              measure_epsilon=split["measure"])
     integer = integer_valued(workload)  # public: integer answers get integer noise
     available = setup.candidates.copy()
     trace: list[RoundRecord] = []
@@ -247,12 +264,13 @@ def _run(private: PrivateView, workload: LinearWorkload, domain: Domain, config:
                                          integer=integer)
         values = np.atleast_1d(np.asarray(measure.release(chooser.true_answers(queries), rng=rng),
                                           dtype=np.float64))
-        run.measurements.append(Measurement(choice, queries, values))
+        std = noise_std(measure)
+        run.measurements.append(Measurement(choice, queries, values, std))
         if totals is not None:
-            state.total = totals.add(values, noise_std(measure))
+            state.total = totals.add(values, std)
 
         update(run, workload, run.measurements[-1])
-        passes = reuse(run, workload, config.reuse_tolerance, config.reuse_passes)
+        passes = _estimate(run, workload, config, config.reuse_passes)
         if iterates is not None:
             iterates += state.distribution  # type: ignore[attr-defined]
         trace.append(RoundRecord(
@@ -269,7 +287,7 @@ def _run(private: PrivateView, workload: LinearWorkload, domain: Domain, config:
         if bar is not None:
             bar.set_postfix(reuse_passes=passes, refresh=False)  # type: ignore[attr-defined]
             bar.update()  # type: ignore[attr-defined]
-    reuse(run, workload, config.reuse_tolerance, _final_passes(config, model))
+    _estimate(run, workload, config, _final_passes(config, model), final=True)
     return result_of(run, domain, workload, iterates, trace=tuple(trace), **fields)
 
 
@@ -279,6 +297,6 @@ def _run_adaptive(private: PrivateView, workload: LinearWorkload, domain: Domain
     split = config.budget_split(model, rounds=config.round_count(len(domain)))
     rounds, schedule = run_adaptive(private, workload, domain, config, setup, model, rng, split,
                                     weights, bar)
-    reuse(rounds.run, workload, config.reuse_tolerance, _final_passes(config, model))
+    _estimate(rounds.run, workload, config, _final_passes(config, model), final=True)
     return result_of(rounds.run, domain, workload, None, trace=tuple(rounds.trace),
                      round_ledger=schedule.ledger, **fields)
