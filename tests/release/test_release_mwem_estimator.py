@@ -101,6 +101,25 @@ def test_the_fit_charges_as_the_passes_and_fits_their_measurements_better(model,
 
 
 @pytest.mark.parametrize("model", ["dense", "junction-tree"])
+@pytest.mark.parametrize("rounds", [6, None])
+def test_the_final_fit_keeps_the_rounds_of_the_passes_and_fits_their_measurements(model, rounds):
+    # Passes during the rounds: the same selections and measurements, draw for draw; only the
+    # last estimate differs, and it fits the measurements at least as well.
+    ds = table()
+    w = Marginals.all_kway(ds.domain, 2)
+    runs = {estimator: mwem(ds, w, epsilon=1.0, rounds=rounds, rng=7, model=model,
+                            privacy="zcdp", delta=1e-9, estimator=estimator)
+            for estimator in ("passes", "final-fit")}
+    passes, final = runs["passes"], runs["final-fit"]
+    assert charges(final) == charges(passes)
+    assert final.selected == passes.selected
+    for a, b in zip(final.measurements, passes.measurements):
+        np.testing.assert_array_equal(a, b)
+    mine = measurements_of(final)
+    assert objective(final, mine) < objective(passes, mine)
+
+
+@pytest.mark.parametrize("model", ["dense", "junction-tree"])
 def test_after_one_round_both_estimators_saw_the_same_measurement(model):
     ds = table()
     w = Marginals.all_kway(ds.domain, 2)

@@ -65,7 +65,7 @@ SELECT_FRACTION_ADAPTIVE = {"zcdp": Fraction(1, 10), "pure": Fraction(3, 10)}
 MODELS = ("auto", "dense", "junction-tree", "product")
 
 #: How a run refits its synthetic state to the measurements (``MWEMConfig.estimator``).
-ESTIMATORS = ("passes", "fit")
+ESTIMATORS = ("passes", "fit", "final-fit")
 
 #: How a run starts (``MWEMConfig.init``).
 INITS = ("uniform", "noisy-histogram", "one-way")
@@ -195,7 +195,10 @@ class MWEMConfig:
             ``reuse_tolerance`` and ``final_passes`` are then unused). Either reads only the
             released measurements and the synthetic state: post-processing, no privacy cost
             and no change to the plan. The first-measurement noise test works as with passes:
-            if it stops updates, nothing is fitted.
+            if it stops updates, nothing is fitted. ``"final-fit"``: the passes during the rounds
+            (as ``"passes"``), and the fit of up to ``FINAL_FIT_ITERATIONS`` steps after the
+            last round in place of ``final_passes``: the weighted estimate of every
+            measurement at the cost of one fit.
         fit_iterations: most mirror-descent steps of each round's fit (``estimator="fit"``;
             1 to ``MAX_FIT_ITERATIONS``).
         fit_tolerance: a fit stops once a step lowers its loss by less than this share of

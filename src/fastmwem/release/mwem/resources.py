@@ -131,13 +131,18 @@ def _rounds(config: MWEMConfig, workload: LinearWorkload) -> int:
 
 
 def _fits(config: MWEMConfig) -> bool:
+    """Whether the run fits at all (every round, or after the last one)."""
+    return getattr(config, "estimator", "passes") in ("fit", "final-fit")
+
+
+def _fits_rounds(config: MWEMConfig) -> bool:
     return getattr(config, "estimator", "passes") == "fit"
 
 
 def _passes(config: MWEMConfig) -> int:
     """Passes over the measurements a round may make: reuse passes, or steps of the fit (each
     touches every measurement, as a pass does)."""
-    return int(config.fit_iterations if _fits(config) else config.reuse_passes)
+    return int(config.fit_iterations if _fits_rounds(config) else config.reuse_passes)
 
 
 def _factored_resources(config: MWEMConfig, workload: LinearWorkload) -> MWEMResources:

@@ -223,7 +223,7 @@ def _estimate(run: Run, workload: LinearWorkload, config: MWEMConfig, passes: in
               final: bool = False) -> int:
     """The run's estimator after a measurement or the last round: ``passes`` reuse passes, or
     the weighted fit (``config.estimator``); return the passes or steps taken."""
-    if config.estimator == "fit":
+    if config.estimator == "fit" or (final and config.estimator == "final-fit"):
         return refit(run, workload, config, final=final)
     return reuse(run, workload, config.reuse_tolerance, passes)
 
