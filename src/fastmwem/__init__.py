@@ -9,7 +9,7 @@ from fastmwem.accounting import (
     PureDP,
 )
 from fastmwem.data import Dataset, Domain, PrivacyLeakWarning, Schema
-from fastmwem.lp import LPResult, private_linprog
+from fastmwem.lp import ConstraintNeighbors, LPResult, ScalarNeighbors, private_linprog
 from fastmwem.random import make_rng
 from fastmwem.release import MWEMResult, mwem, mwem_with_defaults
 from fastmwem.release.pmw import Answer, PMWSession, SessionExhaustedError
@@ -32,6 +32,8 @@ __all__ = [
     "Answer",
     "SessionExhaustedError",
     "LPResult",
+    "ScalarNeighbors",
+    "ConstraintNeighbors",
     "make_rng",
     "mwem",
     "mwem_with_defaults",

@@ -40,7 +40,6 @@ __all__ = [
     "objective_range",
     "tolerance",
     "rounds",
-    "refuse",
     "flag",
 ]
 
@@ -280,12 +279,6 @@ def tolerance(value: object) -> float | None:
 
 def rounds(value: object) -> object:
     return DEFAULT_ROUNDS if value is None else value
-
-
-def refuse(model: str, **given: object) -> None:
-    for name, value in given.items():
-        if value is not None:
-            raise ValueError(f"{name} does not apply to neighbors={model!r}")
 
 
 def flag(value: object, name: str) -> bool:

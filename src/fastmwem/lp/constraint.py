@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from fastmwem._validation import check_int, check_positive, check_probability
+from fastmwem._validation import check_int, check_probability
 from fastmwem.lp import _checks
 from fastmwem.lp._checks import (
     BLOCK,
@@ -46,6 +46,7 @@ from fastmwem.lp._checks import (
     row_width,
 )
 from fastmwem.lp._solve import Outcome, bisect_objective, solve
+from fastmwem.lp.neighbors import ConstraintNeighbors
 from fastmwem.lp.oracles import check_index_spec, dense_oracle
 from fastmwem.lp.projection import project_log_weights
 from fastmwem.lp.result import LPResult, LPRound, violation_summary
@@ -184,13 +185,23 @@ class DenseTest:
 @dataclass(frozen=True)
 class _DenseSetup:
     lp: DenseLP
-    density: float
-    entry_bound: float
-    max_constraints: int
+    neighbors: ConstraintNeighbors
     width: float
     rounds: int
     selection: str
     index: str | None
+
+    @property
+    def density(self) -> float:
+        return self.neighbors.density
+
+    @property
+    def entry_bound(self) -> float:
+        return self.neighbors.entry_bound
+
+    @property
+    def max_constraints(self) -> int:
+        return self.neighbors.max_constraints
 
     @property
     def eta(self) -> float:
@@ -201,27 +212,21 @@ class _DenseSetup:
         return z * self.entry_bound / (float(self.lp.c_pos.min()) * self.density)
 
     def describe(self) -> dict[str, object]:
-        return {"neighbors": "constraint", "selection": self.selection, "index": self.index,
-                "rounds": self.rounds, "width": self.width, "density": self.density,
-                "entry_bound": self.entry_bound, "max_constraints": self.max_constraints,
-                "learning_rate": self.eta}
+        return {"neighbors": self.neighbors.name, "selection": self.selection,
+                "index": self.index, "rounds": self.rounds, "width": self.width,
+                **self.neighbors.parameters(), "learning_rate": self.eta}
 
 
-def _dense_setup(data: LPData, *, density: float | None, entry_bound: float | None,
-                 max_constraints: int | None, width: float | None, rounds: int | None,
-                 selection: str, index: str | None, largest_target: float) -> _DenseSetup:
+def _dense_setup(data: LPData, neighbors: ConstraintNeighbors, *, width: float | None,
+                 rounds: int | None, selection: str, index: str | None,
+                 largest_target: float) -> _DenseSetup:
     c, A, b = data.objective, data.A, data.b
     if np.any(c >= 0):
         j = int(np.argmax(c >= 0))
         raise ValueError(f"neighbors='constraint' solves packing LPs (maximise -c @ x): c must be "
                          f"< 0, got c[{j}] = {c[j]}")
-    for name, value in (("density", density), ("entry_bound", entry_bound),
-                        ("max_constraints", max_constraints)):
-        if value is None:
-            raise ValueError(f"{name} is required for neighbors='constraint' (a public parameter)")
-    bound = check_positive(entry_bound, "entry_bound")
-    big_m = check_int(max_constraints, "max_constraints", minimum=1)
-    s = check_density(density, data.m)
+    bound, big_m = neighbors.entry_bound, neighbors.max_constraints
+    s = check_density(neighbors.density, data.m)
     t = check_rounds(_checks.rounds(rounds), big_m / s, "max_constraints / density")
     sel = _checks.selection(selection, index)
     spec = check_index_spec(index, data.m, scalar=False) if sel == "lazy" else None
@@ -237,7 +242,7 @@ def _dense_setup(data: LPData, *, density: float | None, entry_bound: float | No
         raise ValueError("b_ub must be >= 0 (a packing LP); some entries are negative")
     observable = row_width(A, b, largest_target / -c)
     w = check_width(width, observable, "max |z A_ij / c'_j - b_i| at the largest target z")
-    return _DenseSetup(DenseLP(A, b, -c), s, bound, big_m, w, t, sel, spec)
+    return _DenseSetup(DenseLP(A, b, -c), neighbors, w, t, sel, spec)
 
 
 def _dense_probe(setup: _DenseSetup, oracle: TopKOracle | None, epsilon0: float,
@@ -285,9 +290,9 @@ def dense_feasibility(c: object, A_ub: object, b_ub: object, *, target: float, e
     goal = check_real(target, "target")
     if goal >= 0:
         raise ValueError(f"target must be < 0 (c < 0, so c @ x < 0 for any x != 0), got {goal}")
-    setup = _dense_setup(data, density=density, entry_bound=entry_bound,
-                         max_constraints=max_constraints, width=width, rounds=rounds,
-                         selection=selection, index=index, largest_target=-goal)
+    relation = ConstraintNeighbors(density, entry_bound, max_constraints)
+    setup = _dense_setup(data, relation, width=width, rounds=rounds, selection=selection,
+                         index=index, largest_target=-goal)
     track = _checks.flag(track, "track")
 
     def run(plan: PrivacyPlan, generator: np.random.Generator) -> Outcome:
@@ -300,8 +305,8 @@ def dense_feasibility(c: object, A_ub: object, b_ub: object, *, target: float, e
                  setup=dict(setup.describe(), target=goal), name="dense_feasibility")
 
 
-def dense_linprog(data: LPData, budget: Budget, *, density: float | None,
-                  entry_bound: float | None, max_constraints: int | None, width: float | None,
+def dense_linprog(data: LPData, budget: Budget, neighbors: ConstraintNeighbors, *,
+                  width: float | None,
                   rounds: int | None, selection: str, index: str | None, probes: int,
                   objective_range: tuple[float, float] | None, tolerance: float | None,
                   beta: float, track: bool, rng: RNGLike,
@@ -311,9 +316,8 @@ def dense_linprog(data: LPData, budget: Budget, *, density: float | None,
     if hi > 0:
         raise ValueError(f"objective_range must lie in (-inf, 0] for a packing LP (c < 0), got "
                          f"({lo}, {hi})")
-    setup = _dense_setup(data, density=density, entry_bound=entry_bound,
-                         max_constraints=max_constraints, width=width, rounds=rounds,
-                         selection=selection, index=index, largest_target=-lo)
+    setup = _dense_setup(data, neighbors, width=width, rounds=rounds, selection=selection,
+                         index=index, largest_target=-lo)
     tol = _checks.tolerance(tolerance)
     beta = check_probability(beta, "beta")
     track = _checks.flag(track, "track")

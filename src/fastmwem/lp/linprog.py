@@ -1,6 +1,7 @@
 """Private linear programs in the style of ``scipy.optimize.linprog``: minimise ``c @ x`` subject
 to ``A_ub @ x <= b_ub`` (and ``A_lb @ x >= b_lb``), under one of two neighbouring relations
-(``neighbors=``).
+(``neighbors=``, a :class:`~fastmwem.lp.neighbors.ScalarNeighbors` or
+:class:`~fastmwem.lp.neighbors.ConstraintNeighbors`, or its string form with loose keywords).
 
 * ``neighbors="scalar"`` (Fast-MWEM, arXiv:2602.03732, s.4.1): ``A`` and ``c`` are public, ``b``
   is private, and neighbouring datasets have ``|b - b'|_inf <= sensitivity``. ``x`` ranges over
@@ -25,8 +26,9 @@ from typing import TYPE_CHECKING, TypedDict
 
 from fastmwem._deprecation import renamed_keyword
 from fastmwem.lp import _checks
-from fastmwem.lp._checks import _NEEDS_C, check_choice, check_lp
+from fastmwem.lp._checks import _NEEDS_C, check_lp
 from fastmwem.lp.constraint import dense_feasibility, dense_linprog
+from fastmwem.lp.neighbors import ConstraintNeighbors, ScalarNeighbors, as_neighbors
 from fastmwem.lp.result import LPResult
 from fastmwem.lp.solve_scalar import scalar_feasibility, scalar_linprog
 
@@ -54,7 +56,8 @@ class _Common(TypedDict):
 
 
 def private_linprog(c: object, A_ub: object = None, b_ub: object = None, *, A_lb: object = None,
-                    b_lb: object = None, epsilon: float, delta: float, neighbors: str = "scalar",
+                    b_lb: object = None, epsilon: float, delta: float,
+                    neighbors: str | ScalarNeighbors | ConstraintNeighbors = "scalar",
                     selection: str = "exponential", index: str | None = None,
                     rounds: int | None = None, width: float | None = None, rng: RNGLike = None,
                     accountant: Accountant | None = None, sensitivity: float | None = None,
@@ -88,8 +91,10 @@ def private_linprog(c: object, A_ub: object = None, b_ub: object = None, *, A_lb
         A_ub, b_ub: ``A_ub @ x <= b_ub``.
         A_lb, b_lb: ``A_lb @ x >= b_lb`` (stacked as ``-A_lb @ x <= -b_lb``).
         epsilon, delta: privacy budget of the whole solve.
-        neighbors: the neighbouring relation: ``"scalar"`` (private ``b``, ``x`` in the
-            simplex) or ``"constraint"`` (one constraint row added or removed).
+        neighbors: the neighbouring relation: ``ScalarNeighbors(sensitivity)`` (private ``b``,
+            ``x`` in the simplex) or ``ConstraintNeighbors(density, entry_bound,
+            max_constraints)`` (one constraint row added or removed); or the string
+            ``"scalar"`` or ``"constraint"`` with the loose keywords below (not both).
         selection: ``"exponential"`` (classic) or ``"lazy"`` (fast, same law).
         index: exact oracle of the lazy selection (``"warm"``, ``"flat"``, ``"faiss:Flat"``).
         rounds: T per probe (default 200).
@@ -97,9 +102,9 @@ def private_linprog(c: object, A_ub: object = None, b_ub: object = None, *, A_lb
             ``max |z A_ij / (-c_j) - b_i|`` at the largest target ``z = -objective_range[0]``).
         rng: ``None`` for a release; an integer seed warns and marks the result seeded.
         accountant: the :class:`~fastmwem.accounting.Accountant` to charge.
-        sensitivity: ``"scalar"``: the public bound on ``|b - b'|_inf``.
-        density, entry_bound, max_constraints: ``"constraint"``: ``s``, the public bound on
-            ``A_ub``'s entries, and the public bound on the number of rows.
+        sensitivity: with ``neighbors="scalar"``: the public bound on ``|b - b'|_inf``.
+        density, entry_bound, max_constraints: with ``neighbors="constraint"``: ``s``, the
+            public bound on ``A_ub``'s entries, and the public bound on the number of rows.
         objective_range: public ``(lo, hi)`` holding the optimal ``c @ x`` (``"scalar"``:
             default ``(min c, max c)``; ``"constraint"``: required, ``hi <= 0``).
         probes: binary-search steps (``"scalar"``: 0 solves feasibility only).
@@ -122,22 +127,19 @@ def private_linprog(c: object, A_ub: object = None, b_ub: object = None, *, A_lb
     """
     neighbors = renamed_keyword("privacy", "neighbors", privacy, neighbors,
                                 where="private_linprog", default="scalar")
-    model = check_choice(neighbors, "neighbors", ("scalar", "constraint"))
+    relation = as_neighbors(neighbors, sensitivity=sensitivity, density=density,
+                            entry_bound=entry_bound, max_constraints=max_constraints)
     if c is None:
         raise TypeError(_NEEDS_C)
     budget = _checks.budget(epsilon, delta, composition, test_fraction)
     common = _Common(width=width, rounds=rounds, selection=selection, index=index,
                      probes=probes, objective_range=objective_range, tolerance=tolerance,
                      beta=beta, track=track, rng=rng, accountant=accountant)
-    if model == "scalar":
-        _checks.refuse(model, density=density, entry_bound=entry_bound,
-                     max_constraints=max_constraints)
+    if isinstance(relation, ScalarNeighbors):
         data = check_lp(c, A_ub, b_ub, A_lb, b_lb)
-        return scalar_linprog(data, budget, sensitivity=sensitivity, **common)
-    _checks.refuse(model, sensitivity=sensitivity)
+        return scalar_linprog(data, budget, relation, **common)
     if A_lb is not None or b_lb is not None:
         raise ValueError("A_lb and b_lb do not apply to neighbors='constraint', which takes "
                          "packing constraints A_ub @ x <= b_ub only")
     data = check_lp(c, A_ub, b_ub)
-    return dense_linprog(data, budget, density=density, entry_bound=entry_bound,
-                         max_constraints=max_constraints, **common)
+    return dense_linprog(data, budget, relation, **common)

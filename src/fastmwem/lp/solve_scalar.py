@@ -9,10 +9,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from fastmwem._validation import check_int, check_positive, check_probability
+from fastmwem._validation import check_int, check_probability
 from fastmwem.lp import _checks
 from fastmwem.lp._checks import Budget, LPData, check_lp, check_rounds, check_width, row_width
 from fastmwem.lp._solve import Outcome, bisect_objective, solve
+from fastmwem.lp.neighbors import ScalarNeighbors
 from fastmwem.lp.oracles import check_index_spec
 from fastmwem.lp.result import LPResult, LPRound
 from fastmwem.lp.scalar import (
@@ -36,25 +37,26 @@ __all__ = ["scalar_feasibility", "scalar_linprog"]
 @dataclass(frozen=True)
 class _ScalarSetup:
     data: LPData
-    sensitivity: float
+    neighbors: ScalarNeighbors
     width: float
     rounds: int
     selection: str
     index: str | None
 
+    @property
+    def sensitivity(self) -> float:
+        return self.neighbors.sensitivity
+
     def describe(self) -> dict[str, object]:
-        return {"neighbors": "scalar", "selection": self.selection, "index": self.index,
-                "rounds": self.rounds, "width": self.width, "sensitivity": self.sensitivity,
+        return {"neighbors": self.neighbors.name, "selection": self.selection,
+                "index": self.index, "rounds": self.rounds, "width": self.width,
+                **self.neighbors.parameters(),
                 "learning_rate": math.sqrt(math.log(self.data.d) / self.rounds)}
 
 
-def _scalar_setup(data: LPData, *, sensitivity: object, width: object, rounds: object,
+def _scalar_setup(data: LPData, neighbors: ScalarNeighbors, *, width: object, rounds: object,
                   selection: object, index: object, extra_width: float = 0.0,
                   objective: bool = False) -> _ScalarSetup:
-    if sensitivity is None:
-        raise ValueError("sensitivity is required for neighbors='scalar': the public bound on "
-                         "|b - b'|_inf between neighbouring datasets")
-    sens = check_positive(sensitivity, "sensitivity")
     t = check_rounds(_checks.rounds(rounds), data.d, "d")
     sel = _checks.selection(selection, index)
     spec = None
@@ -62,7 +64,7 @@ def _scalar_setup(data: LPData, *, sensitivity: object, width: object, rounds: o
         spec = check_index_spec(index, data.d + (2 if objective else 1), scalar=True)
     w = check_width(width, row_width(data.A, data.b), "max |A_ij - b_i| (the LP width on the "
                     "simplex)")
-    return _ScalarSetup(data, sens, max(w, extra_width), t, sel, spec)
+    return _ScalarSetup(data, neighbors, max(w, extra_width), t, sel, spec)
 
 
 def _primal_probe(setup: _ScalarSetup, oracle: TopKOracle | None, epsilon0: float,
@@ -112,7 +114,7 @@ def scalar_feasibility(A_ub: object, b_ub: object, *, epsilon: float, delta: flo
     """
     budget = _checks.budget(epsilon, delta, composition, 0.1)
     data = check_lp(None, A_ub, b_ub, A_lb, b_lb)
-    setup = _scalar_setup(data, sensitivity=sensitivity, width=width, rounds=rounds,
+    setup = _scalar_setup(data, ScalarNeighbors(sensitivity), width=width, rounds=rounds,
                           selection=selection, index=index)
     track = _checks.flag(track, "track")
 
@@ -125,7 +127,7 @@ def scalar_feasibility(A_ub: object, b_ub: object, *, epsilon: float, delta: flo
                  name="scalar_feasibility")
 
 
-def scalar_linprog(data: LPData, budget: Budget, *, sensitivity: float | None,
+def scalar_linprog(data: LPData, budget: Budget, neighbors: ScalarNeighbors, *,
                    width: float | None, rounds: int | None, selection: str, index: str | None,
                    probes: int, objective_range: tuple[float, float] | None,
                    tolerance: float | None, beta: float, track: bool, rng: RNGLike,
@@ -136,8 +138,8 @@ def scalar_linprog(data: LPData, budget: Budget, *, sensitivity: float | None,
     if objective_range is None and not lo < hi:
         k = 0  # a constant objective: every feasible x is optimal
     span = float(max(np.abs(c - lo).max(), np.abs(c - hi).max())) if k else 0.0
-    setup = _scalar_setup(data, sensitivity=sensitivity, width=width, rounds=rounds,
-                          selection=selection, index=index, extra_width=span, objective=k > 0)
+    setup = _scalar_setup(data, neighbors, width=width, rounds=rounds, selection=selection,
+                          index=index, extra_width=span, objective=k > 0)
     tol = _checks.tolerance(tolerance)
     beta = check_probability(beta, "beta")
     track = _checks.flag(track, "track")
