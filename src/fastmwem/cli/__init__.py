@@ -18,6 +18,7 @@ import sys
 import threading
 import warnings
 from collections.abc import Iterator, Sequence
+from typing import NoReturn, TextIO
 
 from fastmwem.accounting import BudgetExceededError
 
@@ -50,7 +51,7 @@ def warn_seeded(command: str, extra: str = "") -> None:
 class _Parser(argparse.ArgumentParser):
     """An argument parser whose usage errors are one line on stderr, with exit status 2."""
 
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
@@ -123,7 +124,8 @@ def _sigterm_raises() -> Iterator[None]:
 def _one_line_warnings(command: str) -> Iterator[None]:
     from fastmwem.mechanisms.seeding import SeededRunWarning
 
-    def show(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ANN001
+    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+             file: TextIO | None = None, line: str | None = None) -> None:
         print_warning(command, str(message).splitlines()[0], category.__name__)
 
     with warnings.catch_warnings():

@@ -17,7 +17,7 @@ import signal
 import stat
 import tempfile
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
-from typing import IO, TYPE_CHECKING, TypeVar
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 from fastmwem._files import replacement_mode
 from fastmwem.cli import CLIError
@@ -187,7 +187,8 @@ class StagedOutputs:
 
         self._stage(path, flag, dump)
 
-    def _stage(self, path: str, flag: str, write: Callable[[IO], None],
+    # IO[Any]: a text writer or, with ``binary``, a bytes one (the handle opened to match)
+    def _stage(self, path: str, flag: str, write: Callable[[IO[Any]], None],
                binary: bool = False) -> None:
         directory = os.path.dirname(os.path.abspath(path))
         try:

@@ -13,7 +13,7 @@ from fastmwem.service.client import TOKEN_RULE, Client, RedirectRefused, Service
 __all__ = ["register", "parse_pairs"]
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "ask",
         help="ask a fastmwem query service",

@@ -17,7 +17,7 @@ from fastmwem.release.pmw.session import PMWConfig
 __all__ = ["register"]
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "serve",
         help="serve private answers to linear queries (Online PMW) over HTTP",

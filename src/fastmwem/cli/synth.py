@@ -29,6 +29,7 @@ from fastmwem.evaluation import (
     relative_entropy_of_records,
     workload_error,
 )
+from fastmwem.models.factored import FactoredState
 from fastmwem.models.sampling import AUTO_MATCH_ROWS, SAMPLING_METHODS, default_sampling
 from fastmwem.random import split_seed
 from fastmwem.release.definitions import PrivacyDefinition, definition_of
@@ -48,6 +49,8 @@ from fastmwem.workloads.spec import WORKLOAD_HELP, default_workload_spec, parse_
 if TYPE_CHECKING:
     import pandas as pd
 
+    from fastmwem.data.schema import Schema
+
 __all__ = ["register"]
 
 # The default row count (the noisy record count) gets a warning when the count's noise scale is
@@ -55,7 +58,7 @@ __all__ = ["register"]
 _NOISY_COUNT_SHARE = 0.1
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "synth",
         help="private synthetic data with MWEM",
@@ -222,14 +225,14 @@ def _check_privacy(args: argparse.Namespace) -> None:
         raise CLIError(f"--delta must lie in (0, 1), got {args.delta}")
 
 
-def _row_bytes(domain: Domain, schema: object) -> int:
+def _row_bytes(domain: Domain, schema: Schema | None) -> int:
     """An upper bound on the bytes of one CSV row of synthetic records (public: the domain)."""
     import pandas as pd
     if schema is None:  # integer codes
         return sum(len(str(n - 1)) + 1 for n in domain.shape)
     size = max(domain.shape)
     codes = pd.DataFrame({a: np.arange(size) % n for a, n in zip(domain.attributes, domain.shape)})
-    frame = schema.decode(codes)  # type: ignore[attr-defined]
+    frame = schema.decode(codes)
     widths = []
     for column in frame.columns:
         text = frame[column].astype(str)
@@ -314,7 +317,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _release(request: SynthRequest, dataset: MarginalSource, workload: LinearWorkload,
-             schema: object, rng: np.random.Generator) -> MWEMResult:
+             schema: Schema | None, rng: np.random.Generator) -> MWEMResult:
     """MWEM with its defaults, once the records are known to fit on the disk of --out."""
     row_bytes = _row_bytes(dataset.domain, schema)
     if request.rows is not None:
@@ -407,18 +410,20 @@ def _report(request: SynthRequest, spec: str, result: MWEMResult, choices: MWEMC
 def _evaluate(dataset: MarginalSource, result: MWEMResult, workload: LinearWorkload
               ) -> tuple[dict[str, float], np.ndarray]:
     """The model's errors against the real data, and the real answers (fractions)."""
-    if result.model is not None:
+    model, histogram = result.model, result.histogram
+    if histogram is None:  # MWEM's result has a histogram (dense) or a model (factored)
         # A factored model: the real data as marginals, the synthetic answers by inference.
         true = answers_from_marginals(workload, dataset) / len(dataset)
         evaluation = answer_error(true, result.answer(workload) / result.total, workload)
         records = getattr(dataset, "records", None)
-        if records is not None:  # an engine's table is never read into memory record by record
+        # an engine's table is never read into memory record by record
+        if records is not None and isinstance(model, FactoredState):
             evaluation["relative_entropy"] = relative_entropy_of_records(
-                records, result.model.log_probability)  # type: ignore[attr-defined]
+                records, model.log_probability)
         return evaluation, true
     true_hist = dataset.histogram()
-    evaluation = workload_error(true_hist, result.histogram, workload)  # type: ignore[arg-type]
-    evaluation["relative_entropy"] = relative_entropy(true_hist, result.histogram)  # type: ignore[arg-type]
+    evaluation = workload_error(true_hist, histogram, workload)
+    evaluation["relative_entropy"] = relative_entropy(true_hist, histogram)
     return evaluation, workload.answer(true_hist) / max(float(true_hist.sum()), 1.0)
 
 

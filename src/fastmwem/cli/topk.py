@@ -13,6 +13,7 @@ from fastmwem.cli._io import check_files, staged_outputs
 from fastmwem.data import read_csv_columns, read_lines, write_csv
 from fastmwem.data.io.csv import read_csv_header
 from fastmwem.mechanisms.topk import METHODS
+from fastmwem.mechanisms.topk._common import TopKMechanism
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -22,7 +23,7 @@ __all__ = ["register"]
 DEFAULT_DELTA = 1e-6
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "topk",
         help="private top-k items (joint exponential mechanism and baselines)",
@@ -155,7 +156,7 @@ def _read_universe(path: str) -> list[str]:
     return list(seen)
 
 
-def _mechanism(args: argparse.Namespace):
+def _mechanism(args: argparse.Namespace) -> TopKMechanism:
     cls = METHODS[args.method]
     if args.method == "cdp-peel":
         delta = DEFAULT_DELTA if args.delta is None else args.delta

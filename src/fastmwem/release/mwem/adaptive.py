@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from fractions import Fraction
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, cast
 
 import numpy as np
 
@@ -25,6 +25,8 @@ from fastmwem.release.mwem.annealing import (
     ADAPTIVE_STEP,
     Annealing,
     expected_abs_noise,
+    measured_rho,
+    noise_scale,
     noise_std,
     should_anneal,
 )
@@ -41,19 +43,32 @@ from fastmwem.release.mwem.rounds import (
 )
 from fastmwem.release.mwem.setup import MWEMSetup, selectable
 from fastmwem.release.result import RoundRecord
+from fastmwem.release.selection.base import Chooser
 from fastmwem.workloads.base import LinearWorkload
 
 if TYPE_CHECKING:
-    from fastmwem.release.mwem.config import MWEMConfig
+    from fastmwem.mechanisms.gaussian import DiscreteGaussian
+    from fastmwem.mechanisms.laplace import Laplace
+    from fastmwem.release.mwem.config import MWEMConfig, ProgressBar
     from fastmwem.release.mwem.data_view import PrivateView
 
 __all__ = ["AdaptiveRun", "run_adaptive"]
 
 
+class AdaptiveChooser(Chooser, Protocol):
+    """A chooser an adaptive run retunes every round (a selection marked ``adaptive``)."""
+
+    def retuned(self, epsilon: float, penalties: np.ndarray, weights: np.ndarray | None,
+                sensitivity: float) -> AdaptiveChooser:
+        """The same chooser at ``epsilon``, scoring ``weight * (L1 error - penalty)``."""
+        ...
+
+
 class AdaptiveRun:
     """An adaptive run's rounds over a prepared chooser (see :func:`run_adaptive`)."""
 
-    def __init__(self, run: Run, workload: LinearWorkload, schedule: Annealing, chooser: object,
+    def __init__(self, run: Run, workload: LinearWorkload, schedule: Annealing,
+                 chooser: AdaptiveChooser,
                  weights: np.ndarray, config: MWEMConfig) -> None:
         self.run = run
         self.workload = workload
@@ -69,28 +84,29 @@ class AdaptiveRun:
         self.totals: TotalEstimate | None = None
 
     # -- one measurement ---------------------------------------------------------------------------
-    def _measure(self, group: int, share: float, rng: np.random.Generator) -> tuple[object, Measurement]:
+    def _measure(self, group: int, share: float, rng: np.random.Generator
+                 ) -> tuple[Laplace | DiscreteGaussian, Measurement]:
         setup, workload = self.run.setup, self.workload
         mech = self.config.definition.measurement(share, float(setup.sensitivities[group]),
                            integer=integer_valued(workload))
         queries = workload.group_queries(group)
         values = np.atleast_1d(np.asarray(
-            mech.release(self.chooser.true_answers(queries), rng=rng), dtype=np.float64))  # type: ignore[attr-defined]
+            mech.release(self.chooser.true_answers(queries), rng=rng), dtype=np.float64))
         std = noise_std(mech)
         if self.totals is not None:
             self.run.state.total = self.totals.add(values, std)
         return mech, Measurement(group, queries, values, std=std)
 
-    def _record(self, t: int, group: int, select: float, share: float, mech: object,
-                started: float) -> None:
+    def _record(self, t: int, group: int, select: float, share: float,
+                mech: Laplace | DiscreteGaussian, started: float) -> None:
         pure = isinstance(self.config.definition, PureDefinition)
         self.trace.append(RoundRecord(
             round=t, selected=group, description=self.workload.describe_group(group),
             epsilon_select=select, epsilon_measure=share if pure else None,
             seconds=time.perf_counter() - started,
-            rho_measure=None if pure else float(mech.privacy.rho),  # type: ignore[attr-defined]
-            noise_scale=float(getattr(mech, "sigma", None) or mech.scale),  # type: ignore[attr-defined]
-            grid=measurement_grid(mech, _entries(self.workload.group_queries(group)))))  # type: ignore[arg-type]
+            rho_measure=None if pure else measured_rho(mech),
+            noise_scale=noise_scale(mech),
+            grid=measurement_grid(mech, _entries(self.workload.group_queries(group)))))
 
     def one_way_first(self, rng: np.random.Generator) -> None:
         """Measure every 1-way candidate marginal at the first round's measurement share.
@@ -134,7 +150,7 @@ class AdaptiveRun:
         penalties = np.minimum(unit * sens * self.cells, 1e300)
         live = setup.candidates
         sensitivity = float((self.weights[live] * sens[live]).max())
-        self.chooser = self.chooser.retuned(select, penalties, self.weights, sensitivity)  # type: ignore[attr-defined]
+        self.chooser = self.chooser.retuned(select, penalties, self.weights, sensitivity)
 
     def round(self, t: int, rng: np.random.Generator) -> bool:
         """Run round ``t``; return whether it was the last."""
@@ -148,7 +164,7 @@ class AdaptiveRun:
             (self.config.definition.event(budget.measure), f"round {t}: measure"),
         ])
         self._retune(budget.select, budget.measure)
-        choice = self.chooser.choose(run.state, selectable(run.state, setup, workload,  # type: ignore[attr-defined]
+        choice = self.chooser.choose(run.state, selectable(run.state, setup, workload,
                                                            self.available), rng)
         if self.config.excludes_measured:
             self.available[choice] = False
@@ -170,7 +186,7 @@ class AdaptiveRun:
 
 def run_adaptive(private: PrivateView, workload: LinearWorkload, domain: Domain, config: MWEMConfig,
                  setup: MWEMSetup, model: str, rng: np.random.Generator, split: dict[str, float],
-                 weights: np.ndarray, bar: object) -> tuple[AdaptiveRun, Accountant]:
+                 weights: np.ndarray, bar: ProgressBar | None) -> tuple[AdaptiveRun, Accountant]:
     """Start the state, measure the 1-way marginals, then run rounds until the budget is spent.
 
     The 1-way marginals are measured at the first round's share (:meth:`AdaptiveRun.one_way_first`),
@@ -192,9 +208,10 @@ def run_adaptive(private: PrivateView, workload: LinearWorkload, domain: Domain,
 
         setup = worth_measuring(setup, state.total)
         private.groups = candidate_groups(setup, workload)
-    chooser = setup.selection.prepare(
+    # The plan admits only selections marked ``adaptive``, whose choosers retune.
+    chooser = cast(AdaptiveChooser, setup.selection.prepare(
         workload, private, epsilon=split["select"], group_mode=setup.group_mode,
-        sensitivities=setup.sensitivities, penalties=setup.penalties)
+        sensitivities=setup.sensitivities, penalties=setup.penalties))
     private.release()
     schedule = Annealing(config.privacy, config.rounds_budget(),
                          config._select_fraction_exact(model),
@@ -211,7 +228,7 @@ def run_adaptive(private: PrivateView, workload: LinearWorkload, domain: Domain,
         t += 1
         last = rounds.round(t, rng)
         if bar is not None:
-            bar.update()  # type: ignore[attr-defined]
+            bar.update()
         if last:
             break
     return rounds, schedule.accountant

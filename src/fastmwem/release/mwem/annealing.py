@@ -46,7 +46,9 @@ from fractions import Fraction
 
 import numpy as np
 
-from fastmwem.accounting import Accountant, PrivacyEvent, float_below
+from fastmwem.accounting import ZCDP, Accountant, PrivacyEvent, PureDP, float_below
+from fastmwem.mechanisms.gaussian import DiscreteGaussian
+from fastmwem.mechanisms.laplace import Laplace
 
 __all__ = ["Annealing", "RoundBudget", "should_anneal", "expected_abs_noise", "noise_std",
            "split_round", "ADAPTIVE_REUSE_PASSES",
@@ -90,20 +92,32 @@ def split_round(privacy: str, amount: Fraction, select_fraction: Fraction,
     return select, float_below(amount - Fraction(select) ** 2 * per)
 
 
-def expected_abs_noise(mechanism: object) -> float:
+def expected_abs_noise(mechanism: Laplace | DiscreteGaussian) -> float:
     """``E|noise|`` of one measured answer: ``b`` for Laplace, ``sqrt(2/pi) sigma`` for Gaussian."""
-    sigma = getattr(mechanism, "sigma", None)
-    if sigma is not None:
-        return math.sqrt(2.0 / math.pi) * float(sigma)
-    return float(mechanism.scale)  # type: ignore[attr-defined]
+    if isinstance(mechanism, DiscreteGaussian):
+        return math.sqrt(2.0 / math.pi) * float(mechanism.sigma)
+    return float(mechanism.scale)
 
 
-def noise_std(mechanism: object) -> float:
+def noise_std(mechanism: Laplace | DiscreteGaussian) -> float:
     """The standard deviation of one measured answer's noise (``sqrt(2) b`` for Laplace)."""
-    sigma = getattr(mechanism, "sigma", None)
-    if sigma is not None:
-        return float(sigma)
-    return math.sqrt(2.0) * float(mechanism.scale)  # type: ignore[attr-defined]
+    if isinstance(mechanism, DiscreteGaussian):
+        return float(mechanism.sigma)
+    return math.sqrt(2.0) * float(mechanism.scale)
+
+
+def noise_scale(mechanism: Laplace | DiscreteGaussian) -> float:
+    """The noise's own scale: ``sigma`` for the Gaussian, ``b`` for Laplace."""
+    if isinstance(mechanism, DiscreteGaussian):
+        return float(mechanism.sigma)
+    return float(mechanism.scale)
+
+
+def measured_rho(mechanism: Laplace | DiscreteGaussian) -> float | None:
+    """The zCDP rho a measurement costs; ``None`` for a pure-DP (Laplace) one."""
+    if isinstance(mechanism, DiscreteGaussian):
+        return float(mechanism.privacy.rho)
+    return None
 
 
 def should_anneal(before: np.ndarray, after: np.ndarray, expected_noise_l1: float) -> bool:
@@ -162,7 +176,12 @@ class Annealing:
 
     def remaining(self) -> Fraction:
         event = self.accountant.remaining()
-        return event.epsilon if self.privacy == "pure" else event.rho  # type: ignore[union-attr]
+        # The accountant holds one currency (see __init__): epsilon when pure, else rho.
+        if isinstance(event, PureDP):
+            return event.epsilon
+        if isinstance(event, ZCDP):
+            return event.rho
+        raise TypeError(f"an annealing schedule holds epsilon or rho, not {type(event).__name__}")
 
     # -- the rule ----------------------------------------------------------------------------------
     def next_round(self, last: bool = False) -> RoundBudget:

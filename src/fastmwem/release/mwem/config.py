@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 __all__ = ["MWEMConfig", "MAX_REUSE_PASSES", "MAX_FINAL_PASSES", "FINAL_PASSES_FACTORED",
            "SELECT_FRACTION_FACTORED", "SELECT_FRACTION_FACTORED_EXACT",
            "SELECT_FRACTION_ADAPTIVE", "MODELS", "PROGRESS_SECONDS", "ESTIMATORS", "INITS",
-           "MAX_FIT_ITERATIONS", "FINAL_FIT_ITERATIONS"]
+           "MAX_FIT_ITERATIONS", "FINAL_FIT_ITERATIONS", "ProgressBar"]
 
 #: Largest number of reuse passes per round.
 MAX_REUSE_PASSES = 1000
@@ -79,6 +79,16 @@ FINAL_FIT_ITERATIONS = 1000
 
 #: With ``progress=None``, runs estimated to take longer than this (seconds) show progress.
 PROGRESS_SECONDS = 30.0
+
+
+class ProgressBar(Protocol):
+    """What a run asks of its progress bar (a ``tqdm`` bar): one tick a round."""
+
+    def update(self, n: int = 1) -> object: ...
+
+    def set_postfix(self, *, refresh: bool = True, **values: object) -> None: ...
+
+    def close(self) -> None: ...
 
 
 @renamed_field("top_k", "k")

@@ -8,11 +8,54 @@ the data can live anywhere that computes group-by counts: an in-memory
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
 import numpy as np
 
 from fastmwem.workloads.base import LinearWorkload
 
-__all__ = ["PrivateView", "fetch_marginals", "answers_from_marginals"]
+if TYPE_CHECKING:
+    from fastmwem.data.domain import Domain
+
+__all__ = ["PrivateView", "fetch_marginals", "answers_from_marginals", "HistogramReader",
+           "MarginalReader", "MarginalsReader"]
+
+# What a release reads of its dataset (any one may be missing: check_dataset refuses, before
+# the charge, a dataset without the reader its model needs). A
+# :class:`~fastmwem.data.sources.MarginalSource` has all three.
+
+
+@runtime_checkable
+class HistogramReader(Protocol):
+    """Private data read as a histogram over every cell (dense runs)."""
+
+    @property
+    def domain(self) -> Domain: ...
+
+    def histogram(self) -> np.ndarray: ...
+
+
+@runtime_checkable
+class MarginalReader(Protocol):
+    """Private data read one marginal (count table) at a time."""
+
+    @property
+    def domain(self) -> Domain: ...
+
+    def marginal(self, attrs: str | Iterable[str]) -> np.ndarray: ...
+
+
+@runtime_checkable
+class MarginalsReader(Protocol):
+    """Private data read as a batch of marginals in one pass: a list in the order asked, or a
+    dict keyed by the attribute-name tuples."""
+
+    @property
+    def domain(self) -> Domain: ...
+
+    def marginals(self, attribute_sets: Iterable[str | Iterable[str]]
+                  ) -> Sequence[np.ndarray] | dict[tuple[str, ...], np.ndarray]: ...
 
 
 def fetch_marginals(dataset: object, axes_list: list[tuple[int, ...]]) -> list[np.ndarray]:
@@ -21,14 +64,18 @@ def fetch_marginals(dataset: object, axes_list: list[tuple[int, ...]]) -> list[n
     Uses the source's batched ``marginals(list of attribute-name tuples)`` when it has one
     (one pass over the data), else ``marginal(names)`` per table.
     """
-    domain = dataset.domain  # type: ignore[attr-defined]
+    if not isinstance(dataset, (MarginalsReader, MarginalReader)):
+        raise TypeError(f"{type(dataset).__name__} has neither marginal() nor marginals()")
+    domain = dataset.domain
     names = [tuple(domain.attributes[a] for a in axes) for axes in axes_list]
-    batch = getattr(dataset, "marginals", None)
-    if callable(batch) and names:
-        found = batch(names)
+    tables: list[np.ndarray]
+    if isinstance(dataset, MarginalsReader) and names:
+        found = dataset.marginals(names)
         tables = [found[n] for n in names] if isinstance(found, dict) else list(found)
-    else:
-        tables = [dataset.marginal(n) for n in names]  # type: ignore[attr-defined]
+    elif isinstance(dataset, MarginalReader):
+        tables = [dataset.marginal(n) for n in names]
+    else:  # nothing asked
+        tables = []
     return [np.asarray(t, dtype=np.float64).reshape([domain.shape[a] for a in axes])
             for t, axes in zip(tables, axes_list)]
 
@@ -40,7 +87,7 @@ def answers_from_marginals(workload: LinearWorkload, dataset: object,
     The workload needs a marginal structure; each distinct marginal is counted once.
     """
     chosen = np.arange(int(workload.n_groups)) if groups is None else np.asarray(groups)
-    axes_of = {int(g): tuple(workload.group_attributes(int(g))) for g in chosen}  # type: ignore[arg-type]
+    axes_of = {int(g): _axes(workload, int(g)) for g in chosen}
     distinct = sorted(set(axes_of.values()))
     tables = dict(zip(distinct, fetch_marginals(dataset, distinct)))
     offsets = np.asarray(workload.group_offsets)
@@ -48,6 +95,13 @@ def answers_from_marginals(workload: LinearWorkload, dataset: object,
     for g, axes in axes_of.items():
         out[offsets[g]:offsets[g + 1]] = workload.answer_on_marginal(g, tables[axes])
     return out
+
+
+def _axes(workload: LinearWorkload, group: int) -> tuple[int, ...]:
+    axes = workload.group_attributes(group)
+    if axes is None:  # a factored run's plan requires every group's axes
+        raise TypeError("reading answers from marginals needs a workload with marginal structure")
+    return tuple(axes)
 
 
 class PrivateView:
@@ -76,7 +130,9 @@ class PrivateView:
             raise ValueError("this run keeps a factored state: the private data is read as "
                              "marginals, never as a histogram over the whole domain")
         if self._histogram is None:
-            self._histogram = self._dataset.histogram()  # type: ignore[attr-defined]
+            if not isinstance(self._dataset, HistogramReader):  # refused before the charge
+                raise TypeError(f"{type(self._dataset).__name__} has no histogram()")
+            self._histogram = self._dataset.histogram()
         return self._histogram
 
     def count(self) -> float:

@@ -193,7 +193,7 @@ def mwem_privacy_plan(config: MWEMConfig, workload: LinearWorkload, *,
         plan.append((event(config.rounds_budget()),
                      f"adaptive rounds ({noise}; each round charged within this ceiling)"))
         return plan
-    for t in range(1, config.rounds + 1):  # type: ignore[operator]
+    for t in range(1, config.round_count(len(workload.domain)) + 1):
         plan.append((selection.event(Fraction(split["select"])),
                      f"round {t}: select ({selection.name})"))
         plan.append((event(split["measure"]), f"round {t}: measure ({noise})"))
@@ -294,7 +294,7 @@ def _check_run(config: MWEMConfig, setup: MWEMSetup, workload: LinearWorkload) -
                              "from round to round: adaptive rounds (rounds=None) need "
                              "'exponential' or 'permute-and-flip'")
         return
-    if config.excludes_measured and config.rounds > setup.n_candidates:  # type: ignore[operator]
+    if config.excludes_measured and config.round_count(len(workload.domain)) > setup.n_candidates:
         raise ValueError(
             f"rounds ({config.rounds}) exceeds the {setup.n_candidates} candidate "
             f"{'groups' if setup.group_mode else 'queries'} (of sensitivity > 0) while "

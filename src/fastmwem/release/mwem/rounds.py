@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, TypedDict, cast
 
 import numpy as np
 
@@ -45,11 +45,25 @@ from fastmwem.release.result import MWEMResult
 from fastmwem.workloads.base import LinearWorkload, groups_of_queries
 
 if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from fastmwem.accounting import LedgerEntry, PrivacyEvent
+    from fastmwem.data.schema import Schema
     from fastmwem.release.mwem.config import MWEMConfig
+    from fastmwem.release.result import RoundRecord
 
 __all__ = ["Measurement", "Run", "start_state", "one_way_start", "update", "reuse", "refit",
            "result_of", "TotalEstimate", "refined_total", "noise_threshold", "synthetic_answers",
-           "within_noise"]
+           "within_noise", "ResultFields"]
+
+
+class ResultFields(TypedDict):
+    """The :class:`MWEMResult` fields a run's driver passes through :func:`result_of`."""
+
+    ledger: tuple[LedgerEntry, ...]
+    privacy: PrivacyEvent
+    schema: Schema | None
+    guarantee: dict[str, object] | None
 
 
 @dataclass
@@ -313,16 +327,19 @@ def _reuse_queries(run: Run, workload: LinearWorkload, passes: int, tolerance: f
     for m in run.measurements[len(run.rows):]:
         run.rows.append(workload.row(m.queries.start))
     state = run.state
+    if not isinstance(state, MWState):  # _compiled_passes admits only a dense state
+        raise TypeError("compiled reuse passes need a dense state")
     s = float(workload.query_sensitivity)
     targets = clipped_targets(np.concatenate([m.values for m in run.measurements]), s,
                               bool(getattr(workload, "nonnegative_queries", False)), state.total)
-    return fit_queries(state.distribution, np.stack(run.rows), targets, s,  # type: ignore[attr-defined]
+    return fit_queries(state.distribution, np.stack(run.rows), targets, s,
                        passes, tolerance)
 
 
 def result_of(run: Run, domain: Domain, workload: LinearWorkload, iterates: np.ndarray | None,
-              **fields: object) -> MWEMResult:
-    """The run's :class:`MWEMResult` (``fields``: ledger, privacy, trace, schema, ...)."""
+              *, trace: tuple[RoundRecord, ...], round_ledger: tuple[LedgerEntry, ...] = (),
+              **fields: Unpack[ResultFields]) -> MWEMResult:
+    """The run's :class:`MWEMResult` (``fields``: ledger, privacy, schema, guarantee)."""
     state = run.state
     if isinstance(state, MWState):
         distribution = state.distribution if iterates is None else iterates
@@ -339,7 +356,9 @@ def result_of(run: Run, domain: Domain, workload: LinearWorkload, iterates: np.n
         group_mode=run.setup.group_mode,
         updates_skipped=not run.updating,
         model=factored,
-        **fields,  # type: ignore[arg-type]
+        trace=trace,
+        round_ledger=round_ledger,
+        **fields,
     )
 
 

@@ -10,13 +10,14 @@ from __future__ import annotations
 import dataclasses
 import sys
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from fastmwem.accounting import Accountant
 from fastmwem.data.domain import Domain
 from fastmwem.mechanisms.seeding import check_rng
+from fastmwem.models.state import MWState, SyntheticState
 from fastmwem.random import RNGLike, make_rng
 from fastmwem.release._privacy import (
     PureDefinition,
@@ -25,11 +26,12 @@ from fastmwem.release._privacy import (
 )
 from fastmwem.release._protocol import as_linear_workload
 from fastmwem.release.mwem.adaptive import run_adaptive
-from fastmwem.release.mwem.annealing import noise_std
+from fastmwem.release.mwem.annealing import measured_rho, noise_std
 from fastmwem.release.mwem.config import (
     FINAL_PASSES_FACTORED,
     PROGRESS_SECONDS,
     MWEMConfig,
+    ProgressBar,
 )
 from fastmwem.release.mwem.data_view import PrivateView
 from fastmwem.release.mwem.plan import (
@@ -39,6 +41,7 @@ from fastmwem.release.mwem.plan import (
 )
 from fastmwem.release.mwem.rounds import (
     Measurement,
+    ResultFields,
     Run,
     one_way_start,
     refined_total,
@@ -76,7 +79,7 @@ def mwem(
     schema: Schema | None = None,
     progress: bool | None = None,
     memory_limit: int | None = None,
-    **options: object,
+    **options: Any,
 ) -> MWEMResult:
     """Run MWEM and return a synthetic distribution that answers ``workload``.
 
@@ -146,7 +149,7 @@ def mwem(
     Raises:
         ResourceLimitError: (a ``ValueError``) the run would need more memory than allowed.
     """
-    config = MWEMConfig(epsilon=epsilon, rounds=rounds, **options)  # type: ignore[arg-type]
+    config = MWEMConfig(epsilon=epsilon, rounds=rounds, **options)
     workload = as_linear_workload(workload)
     check_release_inputs(dataset, workload)
     planned = plan_mwem(config, workload, memory_limit)
@@ -186,8 +189,9 @@ def run_plan(planned: MWEMPlan, dataset: object, accountant: Accountant,
         private = PrivateView(dataset, measured, dense=model == "dense",
                               groups=None if model == "dense"
                               else candidate_groups(setup, measured))
-        fields: dict[str, object] = {
-            "ledger": (), "privacy": None, "schema": schema,
+        # the result takes the ledger and the spend again from the accountant after the run
+        fields: ResultFields = {
+            "ledger": (), "privacy": accountant.spent(), "schema": schema,
             "guarantee": definition.guarantee(definition.plan_total(plan))}
         if config.adaptive:
             result = _run_adaptive(private, measured, domain, config, setup, model, generator,
@@ -206,11 +210,18 @@ def run_plan(planned: MWEMPlan, dataset: object, accountant: Accountant,
             bar.close()
 
 
-def _progress_bar(config: MWEMConfig, seconds: float):  # -> tqdm
+def _progress_bar(config: MWEMConfig, seconds: float) -> ProgressBar:
     from tqdm import tqdm
 
     return tqdm(total=config.rounds, desc=f"MWEM (at most ~{seconds:.0f} s)", unit="round",
                 leave=False)
+
+
+def _dense(state: SyntheticState) -> MWState:
+    """The dense state of a run averaging its iterates (the plan refuses a factored one)."""
+    if not isinstance(state, MWState):
+        raise TypeError("output='average' needs a dense histogram")
+    return state
 
 
 def _final_passes(config: MWEMConfig, model: str) -> int:
@@ -229,8 +240,8 @@ def _estimate(run: Run, workload: LinearWorkload, config: MWEMConfig, passes: in
 
 
 def _run(private: PrivateView, workload: LinearWorkload, domain: Domain, config: MWEMConfig,
-         setup: MWEMSetup, model: str, rng: np.random.Generator, bar: object,
-         fields: dict[str, object]) -> MWEMResult:
+         setup: MWEMSetup, model: str, rng: np.random.Generator, bar: ProgressBar | None,
+         fields: ResultFields) -> MWEMResult:
     split = config.budget_split(model)
     state, count_std = start_state(private, domain, config, model, rng, split)
     totals = refined_total(state, count_std, workload, setup)
@@ -254,7 +265,7 @@ def _run(private: PrivateView, workload: LinearWorkload, domain: Domain, config:
     iterates = np.zeros(domain.size) if config.output == "average" else None
     definition = config.definition
     pure = isinstance(definition, PureDefinition)
-    for t in range(1, config.rounds + 1):  # type: ignore[operator]
+    for t in range(1, config.round_count(len(domain)) + 1):
         started = time.perf_counter()
         choice = chooser.choose(state, selectable(state, setup, workload, available), rng)
         if config.excludes_measured:
@@ -272,7 +283,7 @@ def _run(private: PrivateView, workload: LinearWorkload, domain: Domain, config:
         update(run, workload, run.measurements[-1])
         passes = _estimate(run, workload, config, config.reuse_passes)
         if iterates is not None:
-            iterates += state.distribution  # type: ignore[attr-defined]
+            iterates += _dense(state).distribution
         trace.append(RoundRecord(
             round=t,
             selected=choice,
@@ -281,19 +292,20 @@ def _run(private: PrivateView, workload: LinearWorkload, domain: Domain, config:
             epsilon_select=split["select"],
             epsilon_measure=split["measure"] if pure else None,
             seconds=time.perf_counter() - started,
-            rho_measure=None if pure else float(measure.privacy.rho),  # type: ignore[union-attr]
+            rho_measure=None if pure else measured_rho(measure),
             grid=measurement_grid(measure, values.size),
         ))
         if bar is not None:
-            bar.set_postfix(reuse_passes=passes, refresh=False)  # type: ignore[attr-defined]
-            bar.update()  # type: ignore[attr-defined]
+            bar.set_postfix(reuse_passes=passes, refresh=False)
+            bar.update()
     _estimate(run, workload, config, _final_passes(config, model), final=True)
     return result_of(run, domain, workload, iterates, trace=tuple(trace), **fields)
 
 
 def _run_adaptive(private: PrivateView, workload: LinearWorkload, domain: Domain,
                   config: MWEMConfig, setup: MWEMSetup, model: str, rng: np.random.Generator,
-                  weights: np.ndarray, bar: object, fields: dict[str, object]) -> MWEMResult:
+                  weights: np.ndarray, bar: ProgressBar | None, fields: ResultFields
+                  ) -> MWEMResult:
     split = config.budget_split(model, rounds=config.round_count(len(domain)))
     rounds, schedule = run_adaptive(private, workload, domain, config, setup, model, rng, split,
                                     weights, bar)

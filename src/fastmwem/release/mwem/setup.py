@@ -294,8 +294,10 @@ def only_supersets(setup: MWEMSetup, candidates: LinearWorkload,
 def within_cap(setup: MWEMSetup, workload: LinearWorkload, cap: int) -> MWEMSetup:
     """Leave out candidates whose own marginal is above the clique cap (public)."""
     shape = workload.domain.shape
-    fits = np.array([math.prod(shape[a] for a in axes) <= cap
-                     for axes in marginal_axes(workload)])  # type: ignore[union-attr]
+    axes_list = marginal_axes(workload)
+    if axes_list is None:  # only a factored run caps cliques, and it needs marginal structure
+        raise TypeError("a clique cap needs a workload with marginal structure")
+    fits = np.array([math.prod(shape[a] for a in axes) <= cap for axes in axes_list])
     if not setup.group_mode:
         fits = np.repeat(fits, np.diff(setup.offsets))
     candidates = setup.candidates & fits
