@@ -12,8 +12,7 @@ from fastmwem.cli import CLIError, print_warning, warn_seeded
 from fastmwem.cli._io import check_files, staged_outputs
 from fastmwem.data import read_csv_columns, read_lines, write_csv
 from fastmwem.data.io.csv import read_csv_header
-from fastmwem.mechanisms.topk import METHODS
-from fastmwem.mechanisms.topk._common import TopKMechanism
+from fastmwem.mechanisms.topk import METHODS, TopKMechanism
 
 if TYPE_CHECKING:
     import pandas as pd

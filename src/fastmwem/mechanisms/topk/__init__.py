@@ -4,6 +4,7 @@ Joint (Gillenwater et al. 2022) and its permute-and-flip version sample ordered 
 distinct items exactly; peeling, Laplace and Gamma baselines follow the paper's experiments.
 """
 
+from fastmwem.mechanisms.topk._common import TopKMechanism
 from fastmwem.mechanisms.topk.joint import (
     JointTopK,
     PNFJointTopK,
@@ -27,6 +28,7 @@ from fastmwem.mechanisms.topk.peeling import (
 )
 
 __all__ = [
+    "TopKMechanism",
     "JointTopK",
     "PNFJointTopK",
     "PrunedJointTopK",
