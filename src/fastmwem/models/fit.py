@@ -37,8 +37,8 @@ from fastmwem._validation import check_int
 from fastmwem.models.factored import FactoredState
 from fastmwem.models.state import _MAX_STEP, MWState
 from fastmwem.models.tables import expand
-from fastmwem.workloads._common import merged_layout
 from fastmwem.workloads.base import LinearWorkload, groups_of_queries
+from fastmwem.workloads.marginals import merged_layout
 
 __all__ = ["FitMeasurement", "FitReport", "Measured", "fit"]
 

@@ -20,7 +20,7 @@ from fastmwem.workloads._common import (
 )
 from fastmwem.workloads.base import LinearWorkload, check_histogram
 
-__all__ = ["Marginals"]
+__all__ = ["Marginals", "merged_layout"]
 
 _INDEX_DOMAIN_CELLS = 2**22
 _INDEX_CACHE_CELLS = 2**25
