@@ -226,7 +226,7 @@ def plan_setup(config: MWEMConfig, workload: LinearWorkload, memory_limit: int |
         setup = prepare(config, measured, model, found.selection)
     if measured is not workload and kind == "supersets":
         setup = only_supersets(setup, measured, workload)
-    if one_way and setup.group_mode:
+    if one_way and setup.group_mode and config.rounds != 0:
         setup = _without_start(setup, measured, own, config.excludes_measured)
     if model != "dense":
         setup = within_cap(setup, measured, config.max_clique_cells)
