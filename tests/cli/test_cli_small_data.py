@@ -32,8 +32,8 @@ def test_synth_on_a_small_table_warns_once_and_reports_the_predictions(small_csv
     assert code == 0
     assert err.count("SmallDataWarning") == 1
     line = next(x for x in err.splitlines() if "SmallDataWarning" in x)
-    assert line.startswith("fastmwem synth: warning (SmallDataWarning): small data: rounds "
-                           "cannot help")
+    assert line.startswith("fastmwem synth: warning (SmallDataWarning): small data, regime "
+                           "'one-way only': rounds cannot help")
     assert "predicted normalised L1 error" in line
     assert "0 rounds (default)" in err
     assert "within its noise" not in err  # the silent uniform output of before

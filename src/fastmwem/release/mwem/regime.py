@@ -134,9 +134,10 @@ class PredictedErrors:
         best = self.best_interaction
         if best is None:
             raise ValueError("no candidate marginal of order >= 2: the rule does not apply")
-        return (f"small data: rounds cannot help. Measured alone with the whole budget, even "
-                f"the most accurate candidate of order >= 2 ({best.name}, {best.cells} cells) "
-                f"has predicted normalised L1 error {best.error:.3g} >= "
+        return (f"small data, regime {REGIME_ONE_WAY!r}: rounds cannot help. Measured alone "
+                "with the whole budget, even the most accurate candidate of order >= 2 "
+                f"({best.name}, {best.cells} cells) has predicted normalised L1 error "
+                f"{best.error:.3g} >= "
                 f"{ONE_WAY_ONLY_ERROR:g} (its noise outweighs the records), so only the noisy "
                 f"1-way marginals are released (predicted error {self.one_way_error:.3g} each, "
                 "on average) and the output is their product")
