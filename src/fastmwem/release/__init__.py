@@ -12,11 +12,13 @@ from fastmwem.release.mwem import (
     MWEMChoices,
     MWEMConfig,
     MWEMResources,
+    PredictedErrors,
     mwem,
     mwem_auto,
     mwem_privacy_plan,
     mwem_resources,
     mwem_with_defaults,
+    predicted_errors,
 )
 from fastmwem.release.pmw import (
     Answer,
@@ -38,7 +40,7 @@ from fastmwem.release.selection import (
 
 __all__ = ["mwem", "MWEMConfig", "MWEMResult", "RoundRecord", "MWState", "FactoredState",
            "SyntheticState", "mwem_privacy_plan", "mwem_resources", "MWEMResources", "mwem_with_defaults",
-           "MWEMChoices", "mwem_auto",
+           "MWEMChoices", "mwem_auto", "predicted_errors", "PredictedErrors",
            "pmw_offline", "OfflinePMWConfig", "pmw_offline_privacy_plan", "RoundSelection",
            "ScanSelection", "LazySelection", "register_selection", "PMWSession", "PMWConfig",
            "PMWRecord", "Answer", "SessionExhaustedError", "PrivacyDefinition", "PureDefinition",

@@ -72,6 +72,13 @@ class MWEMChoices:
             them (see :func:`superset_rounds`), else the ``candidates`` option as given.
         reuse_passes: the most reuse passes per round (``AUTO_REUSE_PASSES`` unless given,
             or a zCDP run on a dense model: ``MWEMConfig``'s 20).
+        regime: ``"rounds"``, or ``"one-way only"`` when the default rounds found that no
+            round could help and released the noisy 1-way marginals alone
+            (:mod:`fastmwem.release.mwem.regime`).
+        predicted_errors: with the default rounds, the predictions that rule read
+            (:meth:`~fastmwem.release.mwem.regime.PredictedErrors.summary`: each candidate
+            marginal's predicted error with the whole budget, and the 1-way marginals'), or
+            ``None``.
     """
 
     rounds: int
@@ -83,6 +90,8 @@ class MWEMChoices:
     record_count: float = 0.0
     candidates: str = "auto"
     reuse_passes: int = MWEMConfig.reuse_passes
+    regime: str = "rounds"
+    predicted_errors: dict[str, object] | None = None
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,8 @@
   :mod:`~fastmwem.release.mwem.adaptive`, :mod:`~fastmwem.release.mwem.annealing`,
   :mod:`~fastmwem.release.mwem.resources`: the set-up, the rounds (fixed and adaptive), budget
   annealing and the memory and time a run needs.
+* :mod:`~fastmwem.release.mwem.regime`: :func:`predicted_errors`, the error a measurement is
+  predicted to add, and the small-data rule of the defaults.
 * :mod:`~fastmwem.release.mwem.data_view`: the private data as a run reads it.
 """
 
@@ -56,6 +58,12 @@ from fastmwem.release.mwem.plan import (
     plan_mwem,
     plan_setup,
 )
+from fastmwem.release.mwem.regime import (
+    ONE_WAY_ONLY_ERROR,
+    MarginalError,
+    PredictedErrors,
+    predicted_errors,
+)
 from fastmwem.release.mwem.resources import MWEMResources, mwem_resources
 from fastmwem.release.mwem.run import mwem, run_plan
 from fastmwem.release.mwem.setup import MWEMSetup, choose_model
@@ -73,6 +81,8 @@ __all__ = [
     "NOISE_TEST_ALPHA", "SUPERSET_ROUNDS_SCALE", "SUPERSET_ROUNDS_POWER", "SUPERSET_MIN_ROUNDS",
     "SUPERSET_SELECT_FRACTION", "ZCDP_SUPERSET_ROUNDS_SCALE", "ZCDP_SUPERSET_ROUNDS_POWER",
     "MAX_SUPERSET_ROUNDS", "AUTO_REUSE_PASSES",
+    # small data
+    "predicted_errors", "PredictedErrors", "MarginalError", "ONE_WAY_ONLY_ERROR",
     # the private data as a run reads it
     "PrivateView", "answers_from_marginals", "fetch_marginals",
 ]

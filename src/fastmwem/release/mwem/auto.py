@@ -16,12 +16,19 @@ marginals of every size with a per-cell penalty, the smallest candidate's): with
 per cell, fewer and more accurate measurements. Default runs also test the first measurement (``noise_test``, see
 :mod:`fastmwem.release.mwem.rounds`): if it lies within its noise of the uniform start, the output
 stays uniform.
+
+Small data. When even the most accurate candidate marginal of order >= 2, measured alone with
+the whole budget left after the count, is predicted to get noise of at least the records' own
+L1 mass (:mod:`fastmwem.release.mwem.regime`), no round can help: the default rounds release the
+noisy 1-way marginals only (``init="one-way"``, ``rounds=0``), with a
+:class:`~fastmwem.warnings.SmallDataWarning`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+import warnings
 from collections.abc import Callable, Sized
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, cast
@@ -38,10 +45,19 @@ from fastmwem.release._privacy import (
     PrivacyDefinition,
     PureDefinition,
     definition_of,
+    integer_valued,
 )
 from fastmwem.release.mwem.annealing import noise_std
 from fastmwem.release.mwem.config import MWEMConfig
 from fastmwem.release.mwem.plan import Candidates, check_run_inputs, plan_mwem, plan_setup
+from fastmwem.release.mwem.regime import (
+    REGIME_ONE_WAY,
+    REGIME_ROUNDS,
+    SmallDataWarning,
+    _predict,
+    candidate_marginals,
+    regime_settings,
+)
 from fastmwem.release.mwem.run import run_plan
 from fastmwem.release.mwem.setup import check_release_inputs
 from fastmwem.release.result import MWEMChoices, MWEMResult
@@ -229,6 +245,12 @@ def mwem_with_defaults(
     ``SUPERSET_MIN_ROUNDS``. ``"adaptive"`` asks for annealing under either definition; an
     integer fixes them (refused above the candidates).
 
+    Small data: with ``rounds=None``, when the released count and the budget predict that
+    every candidate of order >= 2 would be mostly noise even with the whole budget
+    (:mod:`fastmwem.release.mwem.regime`), the run measures the 1-way marginals only, with all
+    the count leaves, and outputs their product (``choices.regime == "one-way only"``), with
+    a :class:`~fastmwem.warnings.SmallDataWarning`. The choices record the predictions.
+
     Reuse passes: ``AUTO_REUSE_PASSES`` per round, but the ``MWEMConfig`` default (20) for a
     zCDP run on a dense model, unless ``reuse_passes`` is given (``None`` chooses).
 
@@ -305,20 +327,26 @@ def mwem_with_defaults(
                                  limit, shared=shared)
     if not passes_given and (pure or model != "dense"):
         config["reuse_passes"] = AUTO_REUSE_PASSES
-    ceiling = None
+    ceiling, candidates_found = None, None
     if adaptive or undecided:
         check(None)
         model = plan_setup(MWEMConfig(**config, rounds=None), workload, limit, shared=shared)[0]
     if not adaptive:
-        model, _, setup = plan_setup(MWEMConfig(**config, rounds=1), workload, limit,
-                                     shared=shared)
+        model, measured, setup = plan_setup(MWEMConfig(**config, rounds=1), workload, limit,
+                                            shared=shared)
         check(1 if rounds is None else fixed)
+        if rounds is None and setup.group_mode and config.get("measure") != "query":
+            candidates_found = candidate_marginals(measured, setup.candidates)
         ceiling = min(MAX_DEFAULT_ROUNDS, setup.n_candidates) if fixed is None else fixed
         if ceiling > 1:
             check(ceiling)
     # Superset candidates, if the rule may choose them: checked now, before the count's charge.
     superset = (_superset_option(config, workload, model, limit, check, shared)
                 if by_rule or undecided else None)
+    # The one-way-only regime, if the rule may choose it: checked now, before the count's charge.
+    small = regime_settings(config) if any(len(c[1]) >= 2 for c in candidates_found or ()) else None
+    if small is not None:
+        check(0, small)
     # +1: check_rng warns from one frame below this one (the caller may be the alias).
     provenance = check_rng(rng, "mwem", stacklevel=_outside_stacklevel() + 1)
 
@@ -353,6 +381,15 @@ def mwem_with_defaults(
             if default_rounds(**room) >= SUPERSET_MIN_ROUNDS:
                 config, ceiling, candidates = settings, top, "supersets"
                 fixed = superset_rounds(**room)
+    predicted, regime = None, REGIME_ROUNDS
+    if candidates_found:
+        predicted = _predict(workload.domain, candidates_found, definition, rest, float(total),
+                             integer_valued(workload))
+        if small is not None and not predicted.rounds_can_help:
+            config, fixed, adaptive, regime = small, 0, False, REGIME_ONE_WAY
+            candidates = str(options.get("candidates", "auto"))
+            warnings.warn(predicted.message(), SmallDataWarning,
+                          stacklevel=_outside_stacklevel())
     if counter is not None:  # every run refines the count with its whole marginals
         config = {**config, "total_std": noise_std(counter)}
     if before_rounds is not None:
@@ -369,10 +406,12 @@ def mwem_with_defaults(
     result = dataclasses.replace(result, rng_provenance=provenance)  # of rng, not of generator
     ran = sum(1 for r in result.trace if r.round > 0)
     choices = MWEMChoices(rounds=ran, rounds_default=rounds is None, rounds_ceiling=ceiling,
-                          noise_test=options.get("noise_test"), count_epsilon=count_share,
+                          noise_test=config.get("noise_test"), count_epsilon=count_share,
                           adaptive=adaptive, record_count=float(total),
                           candidates=candidates,
-                          reuse_passes=int(config.get("reuse_passes", MWEMConfig.reuse_passes)))
+                          reuse_passes=int(config.get("reuse_passes", MWEMConfig.reuse_passes)),
+                          regime=regime,
+                          predicted_errors=None if predicted is None else predicted.summary())
     return dataclasses.replace(result, choices=choices)
 
 

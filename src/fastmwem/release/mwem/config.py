@@ -102,7 +102,9 @@ class MWEMConfig:
         rounds: number of rounds T (selections and measurements), or ``None`` for adaptive
             rounds and budget (:mod:`fastmwem.release.mwem.annealing`: AIM's budget annealing;
             rounds continue until the budget is spent, the last one taking exactly what is
-            left).
+            left). ``0`` only with ``init="one-way"``: the run releases the noisy 1-way
+            marginals alone, with everything the record count leaves (``init_fraction`` is then
+            unused), and its output is their product after the estimator's final fit.
         privacy: ``"pure"`` (epsilon-DP: Laplace measurements) or ``"zcdp"`` (zero-concentrated
             DP: discrete Gaussian measurements, :class:`~fastmwem.mechanisms.DiscreteGaussian`;
             the exponential mechanism costs ``epsilon**2 / 8`` of rho as bounded range).
@@ -258,7 +260,10 @@ class MWEMConfig:
         _choice(self.privacy, "privacy", PRIVACY_DEFINITIONS)
         self.definition.check_budget(self.epsilon, self.delta, self.rho)
         if self.rounds is not None:
-            check_int(self.rounds, "rounds", minimum=1)
+            check_int(self.rounds, "rounds", minimum=0)
+            if self.rounds == 0 and self.init != "one-way":
+                raise ValueError("rounds=0 releases the 1-way marginals only: it needs "
+                                 f"init='one-way', got init={self.init!r}")
         if self.initial_rounds is not None:
             check_int(self.initial_rounds, "initial_rounds", minimum=1)
             if self.rounds is not None:
@@ -294,9 +299,9 @@ class MWEMConfig:
         check_probability(self.count_fraction, "count_fraction")
         if self.noise_test is not None:
             check_probability(self.noise_test, "noise_test")
-            if self.privacy != "pure" or self.rounds is None:
+            if self.privacy != "pure" or not self.rounds:
                 raise ValueError("noise_test tests a Laplace measurement of a fixed-rounds run: "
-                                 "it needs privacy='pure' and a number of rounds")
+                                 "it needs privacy='pure' and a number of rounds (>= 1)")
         if self.exclude_measured is not None and not isinstance(self.exclude_measured, bool):
             raise TypeError("exclude_measured must be a bool or None")
         if self.cell_penalty is not None:
@@ -315,7 +320,9 @@ class MWEMConfig:
         """Refuse a split of the budget that leaves some step a noise scale that is not finite."""
         count = self.count_fraction if self.total is None else 0.0
         init = self.init_fraction if self.init != "uniform" else 0.0
-        if count + init >= 1:
+        if self.rounds == 0:  # the 1-way marginals get all the count leaves
+            init = 1.0 - count
+        elif count + init >= 1:
             raise ValueError(
                 f"count_fraction ({count}) and init_fraction ({init}) leave no budget for the "
                 "rounds: their sum must be < 1"
@@ -326,10 +333,10 @@ class MWEMConfig:
         rounds = self.rounds if self.rounds is not None else self.initial_rounds
         # The split may depend on the model, decided later: check every model's.
         for model in ("dense", "junction-tree"):
-            split = self.budget_split(model, rounds=rounds or 1)
+            split = self.budget_split(model, rounds=1 if rounds is None else rounds)
             select = self._select_fraction(model)
             shares = []
-            if rounds is not None:  # an adaptive run's T0 may follow from the domain: later
+            if rounds:  # an adaptive run's T0 may follow from the domain: later; 0: none
                 shares += [("select", f"each round's selection ({budget} * {select:g} / "
                                       f"{rounds} rounds)"),
                            ("measure", f"each round's measurement ({budget} * {1 - select:g}"
@@ -337,7 +344,8 @@ class MWEMConfig:
             if count:
                 shares.append(("count", f"the record count ({budget} * count_fraction)"))
             if init:
-                shares.append(("init", f"the {self._start_name()} ({budget} * init_fraction)"))
+                part = "init_fraction" if self.rounds != 0 else "(1 - count_fraction)"
+                shares.append(("init", f"the {self._start_name()} ({budget} * {part})"))
             for key, what in shares:
                 if split[key] <= 0:
                     raise ValueError(f"{given} leaves {what} no budget at all")
@@ -403,7 +411,8 @@ class MWEMConfig:
 
         Pure DP: epsilons. zCDP: rhos, except ``"select"``, the selection's epsilon. ``model``
         (see :func:`choose_model`) sets the default ``select_fraction``; ``rounds`` is the round
-        count (default ``self.rounds``; an adaptive run passes its ``T0``). Each share is a
+        count (default ``self.rounds``; an adaptive run passes its ``T0``; with none, the
+        round's shares are 0 and the start has all the count leaves). Each share is a
         float rounded *down* from its exact value, and the privacy plan charges exactly those
         floats, so the plan never adds up to more than the budget.
         """
@@ -411,12 +420,16 @@ class MWEMConfig:
         count = total * exact(self.count_fraction, "count_fraction") if self.total is None else 0
         init = (total * exact(self.init_fraction, "init_fraction")
                 if self.init != "uniform" else 0)
+        if self.rounds == 0:  # the 1-way marginals alone: all that the count leaves
+            init = total - count
         t = self.rounds if rounds is None else rounds
         if t is None:
             raise ValueError("an adaptive run's split needs its rounds T0")
         select = self._select_fraction_exact(model)
-        per_round = (total - count - init) / t
-        if isinstance(self.definition, PureDefinition):
+        per_round = (total - count - init) / t if t else Fraction(0)
+        if not t:
+            shares = (0.0, 0.0)
+        elif isinstance(self.definition, PureDefinition):
             shares = (float_below(per_round * select), float_below(per_round * (1 - select)))
         else:
             shares = split_round("zcdp", per_round, select, self.select_rho_per_epsilon2())

@@ -210,7 +210,9 @@ def plan_setup(config: MWEMConfig, workload: LinearWorkload, memory_limit: int |
     """
     model = choose_model(config, workload, memory_limit)
     kind = candidate_kind(config, workload, model)
-    found = next((c for c in shared or () if c.serves(config, workload, model)), None)
+    # A run without rounds binds no selection (a lazy one builds no index): it shares nothing.
+    rounds = config.rounds != 0
+    found = next((c for c in shared or () if rounds and c.serves(config, workload, model)), None)
     one_way = config.init == "one-way"
     if found is None:
         measured = candidate_workload(config, workload, model)
@@ -218,7 +220,7 @@ def plan_setup(config: MWEMConfig, workload: LinearWorkload, memory_limit: int |
         if one_way:
             measured = with_one_way(measured)
         setup = prepare(config, measured, model)
-        if shared is not None:
+        if shared is not None and rounds:
             shared.append(Candidates(workload, kind, model, config.adaptive, measured,
                                      setup.selection, one_way, own))
     else:
@@ -226,7 +228,7 @@ def plan_setup(config: MWEMConfig, workload: LinearWorkload, memory_limit: int |
         setup = prepare(config, measured, model, found.selection)
     if measured is not workload and kind == "supersets":
         setup = only_supersets(setup, measured, workload)
-    if one_way and setup.group_mode:
+    if one_way and setup.group_mode and rounds:
         setup = _without_start(setup, measured, own, config.excludes_measured)
     if model != "dense":
         setup = within_cap(setup, measured, config.max_clique_cells)

@@ -249,6 +249,11 @@ def _run(private: PrivateView, workload: LinearWorkload, domain: Domain, config:
     if config.init == "one-way":
         state, start = one_way_start(private, workload, config, model, setup, rng, state.total,
                                      totals)
+    if config.rounds == 0:  # the 1-way marginals alone: their product, fitted as configured
+        private.release()
+        run = Run(state, setup, measurements=start)
+        _estimate(run, workload, config, _final_passes(config, model), final=True)
+        return result_of(run, domain, workload, None, trace=(), **fields)
     if model != "dense":
         setup = worth_measuring(setup, state.total)
         private.groups = candidate_groups(setup, workload)

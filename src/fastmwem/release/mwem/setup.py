@@ -148,6 +148,9 @@ def prepare(config: MWEMConfig, workload: LinearWorkload, model: str = "dense",
         # A query in a group of sensitivity 0 is all zero too: never worth a round.
         candidates &= np.repeat(group_sens > 0, np.diff(offsets))
     score_sensitivity = float(sensitivities.max())
+    if config.rounds == 0:  # the 1-way marginals alone: no round selects (nothing is bound)
+        return MWEMSetup(group_mode, offsets, sensitivities, candidates, np.zeros(cells.size),
+                         config.round_selection if selection is None else selection)
     selection = bound_selection(config.round_selection if selection is None else selection,
                                 workload)
     selection.check(workload, epsilon=split["select"], group_mode=group_mode,
