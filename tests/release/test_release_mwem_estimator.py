@@ -301,3 +301,24 @@ def test_the_defaults_pass_the_options_through(privacy):
     plain = mwem_with_defaults(ds, w, epsilon=1.0, rng=4, privacy=privacy, **budget)
     assert result.guarantee == plain.guarantee
     assert result.choices.rounds >= 1
+
+
+@pytest.mark.parametrize("rounds", [4, None])
+def test_the_report_pairs_each_round_with_its_own_measurement_after_a_one_way_start(rounds):
+    # The start's 1-way measurements come first in `measurements` but are traced by no round:
+    # the report lists them under "start" and gives each round its own measurement.
+    ds = table()
+    w = Marginals.all_kway(ds.domain, 2)
+    result = mwem(ds, w, epsilon=1.0, rounds=rounds, rng=5, init="one-way", privacy="zcdp",
+                  delta=1e-9)
+    report = result.report()
+    measured = result.measured_workload or result.workload
+    start = report.get("start", [])
+    traced = [r for r in report["rounds"] if r["round"] > 0]
+    assert len(start) + len(report["rounds"]) == len(result.measurements)
+    assert len(start) == len(ds.domain)
+    for record in [*start, *report["rounds"]]:
+        queries = measured.group_queries(record["selected"])
+        assert len(record["measurement"]) == queries.stop - queries.start
+        assert record["description"] == measured.describe_group(record["selected"])
+    assert traced, "the rounds are reported"

@@ -286,11 +286,27 @@ class MWEMResult:
                     **({} if r.rho_measure is None else {"rho_measure": r.rho_measure}),
                     **({} if r.grid is None else {"measurement_grid": r.grid}),
                 }
-                for r, m in zip(self.trace, self.measurements)
+                for r, m in zip(self.trace, self.measurements[self._start_count():])
             ],
+            **self._start_record(),
             # public: chosen from public input and the released count
             **({} if self.choices is None else {"choices": dataclasses.asdict(self.choices)}),
         }
+
+    def _start_count(self) -> int:
+        """How many measurements precede the rounds (a one-way start's, which no round traces)."""
+        return max(len(self.measurements) - len(self.trace), 0)
+
+    def _start_record(self) -> dict[str, object]:
+        """The start's measurements (the 1-way marginals of ``init="one-way"``), if any."""
+        count = self._start_count()
+        if not count:
+            return {}
+        workload = self.measured_workload or self.workload
+        return {"start": [
+            {"selected": int(g), "description": workload.describe_group(int(g)),
+             "measurement": [released_number(v) for v in m]}
+            for g, m in zip(self.selected[:count], self.measurements[:count])]}
 
     def _privacy_record(self) -> dict[str, object]:
         """The guarantee, what the accountant spent, its ledger, and an adaptive run's rounds."""
