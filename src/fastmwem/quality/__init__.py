@@ -9,6 +9,7 @@ self-contained HTML page (``to_html``, charts drawn with matplotlib).
 Every figure here is computed from the real data: keep the report with the real data.
 """
 
+from fastmwem.quality._html import require_matplotlib
 from fastmwem.quality._report import MarginalScore, QualityReport, quality_report
 from fastmwem.quality._scores import (
     DEFAULT_MAX_MARGINALS,
@@ -22,4 +23,4 @@ from fastmwem.quality._scores import (
 
 __all__ = ["DEFAULT_MAX_MARGINALS", "MarginalCounts", "MarginalScore", "QualityReport",
            "cramers_v", "independent_answers", "independent_table", "marginal_plan",
-           "quality_report", "total_variation"]
+           "quality_report", "require_matplotlib", "total_variation"]
