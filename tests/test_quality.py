@@ -171,6 +171,12 @@ def test_the_plan_spreads_pairs_and_scores_three_way_marginals_only_when_cheap()
     assert any("30 of 66 pairs" in n for n in notes) and any("3-way" in n for n in notes)
     full, notes = marginal_plan(domain)
     assert len(full[2]) == 66 and len(full[3]) == 220 and notes == []
+    # wide columns: pairs of more than 2**20 cells are left out, the rest kept within 2**23
+    wide = Domain([f"w{i}" for i in range(40)], [1100] + [1000] * 39)
+    plan, notes = marginal_plan(wide)
+    assert all("w0" not in pair for pair in plan[2])
+    assert 0 < len(plan[2]) <= 2**23 // 1000**2 and 3 not in plan
+    assert any("39 pairs of columns with more than" in n for n in notes)
 
 
 def test_marginal_counts_of_blocks_match_the_dataset():
@@ -213,6 +219,18 @@ def test_the_page_is_self_contained_with_a_banner_and_one_image_per_chart():
         assert base64.b64decode(src.split(",", 1)[1]).startswith(b"\x89PNG\r\n\x1a\n")
     assert "<script" not in page and "http://" not in page and "https://" not in page
     assert "<link" not in page and "@import" not in page
+
+
+def test_a_single_column_has_no_pairs_to_score():
+    domain = Domain(["a"], [3])
+    report = quality_report(Dataset([[0], [1], [2], [2]], domain),
+                            Dataset([[0], [0], [2], [2]], domain))
+    assert sorted(report.scores) == [1] and report.worst == ()
+    assert report.mean_error(2) is None and report.kept_share is None
+    assert report.verdict.startswith("One column") and "0.250" in report.verdict
+    assert json.dumps(report.to_dict(), allow_nan=False)
+    assert "2-way" not in report.summary()
+    assert len(_images(report.html())) == 2  # the error chart and the column
 
 
 def test_names_are_escaped_in_the_page():

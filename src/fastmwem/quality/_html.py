@@ -105,7 +105,9 @@ def render(report: QualityReport) -> str:
             chart = _pair_chart(score, real, synthetic, report.labels[i], report.labels[j])
             parts.append(_img(chart, f"{score.attributes[0]} x {score.attributes[1]}: real and "
                                      "synthetic"))
-        parts += ["</div>", "<h2>Association between columns</h2>",
+        parts.append("</div>")
+    if 2 in report.scores:
+        parts += ["<h2>Association between columns</h2>",
                   f'<p class="scale">{e(ASSOCIATION)}; grey: not scored or not measurable '
                   "(a column with a single value).</p>",
                   _img(_association_chart(report), "Cramer's V: real and synthetic")]

@@ -71,7 +71,8 @@ class QualityReport:
         rows: the number of records of the real and the synthetic data.
         baseline: what the baseline is, in words.
         real_one_way, synthetic_one_way: per column, the normalised 1-way marginal.
-        scores: by marginal size ``k``, the scored ``k``-way marginals (plan order).
+        scores: by marginal size ``k``, the scored ``k``-way marginals (plan order); a size
+            with none scored is absent.
         totals: by ``k``, how many ``k``-way marginals the domain has.
         worst: the 2-way marginals furthest from the real ones (largest TVD first).
         worst_tables: for each of ``worst``, the normalised real and synthetic tables.
@@ -121,9 +122,9 @@ class QualityReport:
         """One sentence: how much of the pairwise structure the synthetic data keeps."""
         synthetic, baseline = self.mean_error(2), self.baseline_error(2)
         if synthetic is None or baseline is None:
-            one = self.mean_error(1)
-            return (f"One column, so no pairwise structure to keep; its TVD is {one:.3f} "
-                    "(0 = identical, 1 = disjoint).")
+            what = "One column" if len(self.attributes) == 1 else "No pair of columns scored"
+            return (f"{what}, so no pairwise structure to compare; the mean 1-way TVD is "
+                    f"{self.mean_error(1):.3f} (0 = identical, 1 = disjoint).")
         figures = (f"mean 2-way TVD {synthetic:.3f} against {baseline:.3f} for the baseline "
                    "(0 = identical, 1 = disjoint)")
         share = self.kept_share
@@ -261,15 +262,15 @@ def quality_report(real: pd.DataFrame | MarginalSource, synthetic: pd.DataFrame 
         base_t = tables["baseline"]
     scores = {k: tuple(MarginalScore(s, total_variation(real_t[s], synthetic_t[s]),
                                      total_variation(real_t[s], base_t[s])) for s in plan[k])
-              for k in sorted(plan)}
-    ranked = sorted(scores[2], key=lambda s: -s.tvd)[:int(worst)]
+              for k in sorted(plan) if plan[k]}
+    ranked = sorted(scores.get(2, ()), key=lambda s: -s.tvd)[:int(worst)]
     return QualityReport(
         attributes=domain.attributes, labels=_labels(domain, schema),
         rows=(len(sources["real"]), len(sources["synthetic"])),
         baseline=INDEPENDENT if baseline is None else "the baseline data given",
         real_one_way=tuple(_norm(real_t[(a,)]) for a in domain.attributes),
         synthetic_one_way=tuple(_norm(synthetic_t[(a,)]) for a in domain.attributes),
-        scores=scores, totals={k: math.comb(len(domain), k) for k in plan},
+        scores=scores, totals={k: math.comb(len(domain), k) for k in scores},
         worst=tuple(ranked),
         worst_tables=tuple((_norm(real_t[s.attributes]), _norm(synthetic_t[s.attributes]))
                            for s in ranked),

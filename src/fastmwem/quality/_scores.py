@@ -22,6 +22,10 @@ DEFAULT_MAX_MARGINALS = 2000
 # A 2-way marginal with more cells than this is left out of the report (its table would be
 # counted for the real data, the synthetic data and the baseline, and drawn as a heat map).
 _MAX_TABLE_CELLS = 2**20
+# The scored 2-way marginals together have at most this many cells (fewer pairs are spread
+# over the columns when they would have more): each is held for the real data, the synthetic
+# data and the baseline.
+_MAX_TWO_WAY_CELLS = 2**23
 # 3-way marginals are scored only when all of them together have at most this many cells.
 _MAX_THREE_WAY_CELLS = 2**22
 
@@ -115,7 +119,8 @@ def marginal_plan(domain: Domain, max_marginals: int = DEFAULT_MAX_MARGINALS
     """The attribute sets a report scores, by size (1, 2 and maybe 3), and notes on what is not.
 
     Every column; the 2-way marginals of at most ``max_marginals`` pairs (spread evenly over
-    them in lexicographic order when there are more, skipping pairs of more than 2**20 cells);
+    them in lexicographic order when there are more, skipping pairs of more than 2**20 cells,
+    and fewer when they would have more than 2**23 cells together);
     the 3-way marginals only when all of them fit in ``max_marginals`` and 2**22 cells. The
     plan depends on the public domain only.
     """
@@ -132,18 +137,24 @@ def marginal_plan(domain: Domain, max_marginals: int = DEFAULT_MAX_MARGINALS
         notes.append(f"{math.comb(len(attrs), 2) - len(pairs)} pairs of columns with more than "
                      f"{_MAX_TABLE_CELLS:,} cells are not scored")
     plan[2] = _spread(pairs, int(max_marginals))
+    while _cells(plan[2], size) > _MAX_TWO_WAY_CELLS:  # a pair alone is within it
+        plan[2] = _spread(pairs, len(plan[2]) * _MAX_TWO_WAY_CELLS // _cells(plan[2], size))
     if len(plan[2]) < len(pairs):
         notes.append(f"{len(plan[2]):,} of {len(pairs):,} pairs of columns scored (evenly "
-                     "spread; raise max_marginals to score all)")
+                     "spread, within max_marginals and 2**23 cells)")
     n_triples = math.comb(len(attrs), 3)
     if n_triples and n_triples <= max_marginals:
         triples: list[tuple[str, ...]] = list(itertools.combinations(attrs, 3))
-        if sum(math.prod(size[a] for a in t) for t in triples) <= _MAX_THREE_WAY_CELLS:
+        if _cells(triples, size) <= _MAX_THREE_WAY_CELLS:
             plan[3] = triples
     if n_triples and 3 not in plan:
-        notes.append("3-way marginals not scored (too many to be cheap; raise max_marginals "
-                     "for few, small columns)")
+        notes.append("3-way marginals not scored: more than max_marginals of them, or more "
+                     "than 2**22 cells together")
     return plan, notes
+
+
+def _cells(sets: Iterable[tuple[str, ...]], size: dict[str, int]) -> int:
+    return sum(math.prod(size[a] for a in s) for s in sets)
 
 
 def _spread(items: list[tuple[str, ...]], most: int) -> list[tuple[str, ...]]:
