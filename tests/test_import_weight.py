@@ -15,10 +15,11 @@ import sys
 
 import pytest
 
-HEAVY = ("numba", "pandas", "scipy", "duckdb", "pyspark", "faiss", "hnswlib", "fastapi", "tqdm")
+HEAVY = ("numba", "pandas", "scipy", "duckdb", "pyspark", "faiss", "hnswlib", "fastapi", "tqdm",
+         "matplotlib")
 
 SUBPACKAGES = ("accounting", "cli", "data", "data.io", "data.sources", "indices", "lp",
-               "mechanisms", "models",
+               "mechanisms", "models", "quality",
                "release", "service", "testing", "workloads")
 
 

@@ -1,5 +1,7 @@
 """fastmwem: differentially private data release with the exponential mechanism and MW."""
 
+from typing import TYPE_CHECKING
+
 from fastmwem.accounting import (
     ZCDP,
     Accountant,
@@ -13,6 +15,9 @@ from fastmwem.lp import ConstraintNeighbors, LPResult, ScalarNeighbors, private_
 from fastmwem.random import make_rng
 from fastmwem.release import MWEMResult, mwem, mwem_with_defaults
 from fastmwem.release.pmw import Answer, PMWSession, SessionExhaustedError
+
+if TYPE_CHECKING:
+    from fastmwem.quality import QualityReport, quality_report
 
 __version__ = "0.1.0"
 
@@ -38,4 +43,19 @@ __all__ = [
     "mwem",
     "mwem_with_defaults",
     "private_linprog",
+    "QualityReport",
+    "quality_report",
 ]
+
+# Loaded on first use (``fastmwem.quality_report``), so that ``import fastmwem`` stays light.
+_LAZY = {"QualityReport": "fastmwem.quality", "quality_report": "fastmwem.quality"}
+
+
+def __getattr__(name: str) -> object:
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'fastmwem' has no attribute {name!r}")

@@ -180,6 +180,13 @@ class StagedOutputs:
         """One Parquet file from a DataFrame or from consecutive blocks of rows."""
         self._stage(path, flag, lambda fh: write_parquet(frames, fh), binary=True)
 
+    def write_text(self, text: str, path: str, flag: str) -> None:
+        """A UTF-8 text file (an HTML page)."""
+        def write(fh: IO[str]) -> None:
+            fh.write(text)
+
+        self._stage(path, flag, write)
+
     def write_json(self, payload: object, path: str, flag: str) -> None:
         def dump(fh: IO[str]) -> None:
             json.dump(payload, fh, indent=2, sort_keys=False)

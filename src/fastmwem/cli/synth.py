@@ -31,6 +31,13 @@ from fastmwem.evaluation import (
 )
 from fastmwem.models.factored import FactoredState
 from fastmwem.models.sampling import AUTO_MATCH_ROWS, SAMPLING_METHODS, default_sampling
+from fastmwem.quality import (
+    MarginalCounts,
+    independent_answers,
+    marginal_plan,
+    quality_report,
+    require_matplotlib,
+)
 from fastmwem.random import split_seed
 from fastmwem.release.definitions import PrivacyDefinition, definition_of
 from fastmwem.release.mwem import (
@@ -134,6 +141,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--evaluate", action="store_true",
                         help="add errors against the real data to the report; this marks the "
                              "report as NOT private")
+    parser.add_argument("--html", default=None,
+                        help="with --evaluate: also write a self-contained HTML quality report "
+                             "(per-column histograms, the worst 2-way marginals, Cramer's V "
+                             "between columns, an independent-columns baseline); NOT private: "
+                             "it is computed from the real data")
     progress = parser.add_mutually_exclusive_group()
     progress.add_argument("--progress", dest="progress", action="store_true", default=None,
                           help="show a progress bar on stderr (default: when stderr is a terminal)")
@@ -176,6 +188,7 @@ class SynthRequest:
     seed: int | None
     evaluate: bool
     progress: bool
+    html: str | None = None
 
     @property
     def budget(self) -> dict[str, Any]:
@@ -198,7 +211,22 @@ def _request(args: argparse.Namespace) -> SynthRequest:
         epsilon=args.epsilon, privacy=args.privacy, delta=args.delta, definition=definition,
         workload=args.workload, rounds=args.rounds, options=options, rows=args.rows,
         sampling=args.sampling, seed=args.seed, evaluate=args.evaluate,
-        progress=sys.stderr.isatty() if args.progress is None else args.progress)
+        progress=sys.stderr.isatty() if args.progress is None else args.progress,
+        html=_html_arg(args))
+
+
+def _html_arg(args: argparse.Namespace) -> str | None:
+    """``--html``: only with ``--evaluate`` (it reads the real data), and with matplotlib."""
+    if args.html is None:
+        return None
+    if not args.evaluate:
+        raise CLIError("--html writes the NOT private quality report of --evaluate: give "
+                       "--evaluate --html PATH (it is computed from the real data)")
+    try:
+        require_matplotlib()
+    except ImportError as exc:
+        raise CLIError(f"--html: {exc}") from None
+    return str(args.html)
 
 
 def _check_numbers(args: argparse.Namespace) -> None:
@@ -263,12 +291,15 @@ def _bytes(n: int) -> str:
 def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     request = _request(args)
-    dataset, schema = open_input(request.source, {"--out": request.out, "--report": request.report})
+    dataset, schema = open_input(request.source, {"--out": request.out, "--report": request.report,
+                                                  "--html": request.html})
     # One seed, three independent streams: the public workload's draw does not move with the
     # noise (whose length depends on epsilon), nor the records with either.
     workload_rng, noise_rng, sampling_rng = split_seed(request.seed)
     spec = default_workload_spec(dataset.domain) if request.workload is None else request.workload
     workload = parse_workload(spec, dataset.domain, seed=workload_rng)
+    # the marginals the HTML report scores depend on the public domain only
+    plan = None if request.html is None else marginal_plan(dataset.domain)[0]
     result = _release(request, dataset, workload, schema, noise_rng)
     choices = cast(MWEMChoices, result.choices)  # always set by mwem_with_defaults
     if request.seed is not None:
@@ -287,16 +318,22 @@ def run(args: argparse.Namespace) -> int:
     scored = _evaluate(dataset, result, workload) if request.evaluate else None
     evaluation = None if scored is None else scored[0]
     counted = RecordCounts(workload) if request.evaluate else None
+    written = None if plan is None else MarginalCounts(
+        dataset.domain, [s for k in sorted(plan) for s in plan[k]])
     blocks = result.sample_chunks(rows, rng=sampling_rng,
                                   sampling=sampling, decode=counted is None)
     if request.progress:
         blocks = _with_progress(blocks, rows)
     if counted is not None:
-        blocks = _counting(blocks, counted, result)
+        blocks = _counting(blocks, counted, result, written)
+    quality = None
     with staged_outputs() as outputs:
         outputs.write_records(blocks, request.out, "--out")
         if scored is not None:
             evaluation = {**scored[0], **_records_error(scored[1], counted, workload)}
+        if written is not None and request.html:
+            quality = quality_report(dataset, written, schema=schema)
+            outputs.write_text(quality.html(), request.html, "--html")
         if request.report:
             outputs.write_json(
                 _report(request, spec, result, choices, rows, sampling, evaluation),
@@ -311,9 +348,28 @@ def run(args: argparse.Namespace) -> int:
           f"round{'s' * (choices.rounds != 1)} ({_chosen(request.rounds)}), {sampling} records "
           f"({_chosen(request.sampling)}), {elapsed:.1f} s)", file=sys.stderr)
     if evaluation is not None:
-        print("NOT PRIVATE evaluation against the real data: "
-              + ", ".join(f"{k}={v:.4g}" for k, v in evaluation.items()), file=sys.stderr)
+        print(_evaluation_line(evaluation), file=sys.stderr)
+    if quality is not None:
+        print(f"wrote the NOT PRIVATE quality report to {request.html}: {quality.verdict}",
+              file=sys.stderr)
     return 0
+
+
+def _evaluation_line(evaluation: Mapping[str, float]) -> str:
+    """The ``--evaluate`` figures with their scales and the independent-columns baseline."""
+    shown = dict(evaluation)
+    baseline = shown.pop("baseline_mean_group_l1", None)
+    parts = []
+    for key, value in shown.items():
+        text = f"{key}={value:.4g}"
+        if key == "mean_group_l1" and baseline is not None:
+            text += (f" (baseline_mean_group_l1={baseline:.4g} for independent columns with "
+                     "the model's own 1-way marginals)")
+        elif key == "relative_entropy":
+            text += " nats (0 = the real distribution)"
+        parts.append(text)
+    return ("NOT PRIVATE evaluation against the real data (group L1 between normalised "
+            "marginals: 0 = exact, 2 = disjoint): " + ", ".join(parts))
 
 
 def _release(request: SynthRequest, dataset: MarginalSource, workload: LinearWorkload,
@@ -420,18 +476,40 @@ def _evaluate(dataset: MarginalSource, result: MWEMResult, workload: LinearWorkl
         if records is not None and isinstance(model, FactoredState):
             evaluation["relative_entropy"] = relative_entropy_of_records(
                 records, model.log_probability)
-        return evaluation, true
+        return {**evaluation, **_baseline_error(result, workload, true)}, true
     true_hist = dataset.histogram()
     evaluation = workload_error(true_hist, histogram, workload)
     evaluation["relative_entropy"] = relative_entropy(true_hist, histogram)
-    return evaluation, workload.answer(true_hist) / max(float(true_hist.sum()), 1.0)
+    true = workload.answer(true_hist) / max(float(true_hist.sum()), 1.0)
+    return {**evaluation, **_baseline_error(result, workload, true)}, true
 
 
-def _counting(blocks: Iterator[pd.DataFrame], counted: RecordCounts, result: MWEMResult
-              ) -> Iterator[pd.DataFrame]:
+def _baseline_error(result: MWEMResult, workload: LinearWorkload, true: np.ndarray
+                    ) -> dict[str, float]:
+    """``mean_group_l1`` of independent columns with the model's own 1-way marginals.
+
+    What the budget buys without correlations, at no extra budget (empty when the workload
+    cannot be answered on independent columns).
+    """
+    from fastmwem.workloads import Marginals
+
+    domain = workload.domain
+    counts = result.answer(Marginals.all_kway(domain, 1))
+    one_way = np.split(counts, np.cumsum(domain.shape)[:-1])
+    answers = independent_answers(workload, one_way)
+    if answers is None:
+        return {}
+    return {"baseline_mean_group_l1": answer_error(true, answers, workload)["mean_group_l1"]}
+
+
+def _counting(blocks: Iterator[pd.DataFrame], counted: RecordCounts, result: MWEMResult,
+              written: MarginalCounts | None = None) -> Iterator[pd.DataFrame]:
     """Count each block of codes, then pass it on decoded as ``sample_chunks`` would have."""
     for frame in blocks:
-        counted.add(frame.to_numpy())
+        codes = frame.to_numpy()
+        counted.add(codes)
+        if written is not None:
+            written.add(codes)
         yield frame if result.schema is None else result.schema.decode(frame)
 
 
