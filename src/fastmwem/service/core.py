@@ -31,14 +31,8 @@ from typing import TYPE_CHECKING
 
 from fastmwem.accounting import Accountant, Admit, BudgetExceededError, LedgerEntry, exact
 from fastmwem.data.domain import Domain
-from fastmwem.release.pmw.session import (
-    COUNT_LABEL,
-    EPOCH_LABEL,
-    PMWConfig,
-    PMWRecord,
-    PMWSession,
-    check_query,
-)
+from fastmwem.release.pmw.plan import PMWConfig, PMWRecord, paid_from_labels
+from fastmwem.release.pmw.session import PMWSession, check_query
 from fastmwem.service import tokens
 from fastmwem.service.store import (
     GLOBAL,
@@ -169,10 +163,15 @@ class QueryService:
     def _load(self) -> None:
         """(Re)build the session from the store: the store is the truth."""
         total, threshold = self.store.session_row()
-        labels = [entry.label for entry, _, _ in self.store.ledger()]
-        record = PMWRecord(self.config, total=total, count_paid=COUNT_LABEL in labels,
-                           epochs_paid=sum(label.startswith(EPOCH_LABEL) for label in labels),
-                           noisy_threshold=threshold, measurements=self.store.measurements())
+        count_paid, runs, measures = paid_from_labels(
+            [entry.label for entry, _, _ in self.store.ledger()])
+        measurements = self.store.measurements()
+        if measures not in (len(measurements), len(measurements) + 1):
+            raise StateError("the ledger's measurement charges do not match the measurements "
+                             "stored: the state was edited")
+        record = PMWRecord(self.config, total=total, count_paid=count_paid, epochs_paid=runs,
+                           noisy_threshold=threshold, measurements=measurements,
+                           measurement_paid=measures > len(measurements))
         self._accountants.clear()
         self.session = PMWSession.resume(self._dataset, record, rng=self._rng,
                                          accountant=self._accountant(None))
@@ -221,7 +220,9 @@ class QueryService:
         return {"id": analyst_id, "name": name, "budget": float(eps), "token": token["value"]}
 
     def set_budget(self, name: str, budget: object) -> dict[str, object]:
-        self.store.set_analyst_budget(name, _budget(budget))
+        eps = _budget(budget)
+        with self._lock:  # not between a query's check of its analyst's budget and its charges
+            self.store.set_analyst_budget(name, eps)
         return next(a for a in self.store.analysts() if a["name"] == name)
 
     # -- answering ---------------------------------------------------------------------------------
@@ -248,6 +249,7 @@ class QueryService:
                         "this request_id was used before for another query; a retry must send "
                         "the same query, a new query a new request_id")
                 return {**stored.to_json(), "replayed": True}
+            self._check_affordable(analyst)
             try:
                 ans = self.session.answer(query, accountant=self._accountant(analyst))
                 stored = StoredAnswer(analyst, request_id, query, ans.value, ans.source,
@@ -261,6 +263,20 @@ class QueryService:
                 self._load()
                 raise
         return {**stored.to_json(), "replayed": False}
+
+    def _check_affordable(self, analyst_id: int) -> None:
+        """Refuse a query whose analyst could not pay every charge it may cause (the run it opens,
+        the measurement it triggers): once the data is tested, a refusal would tell the result."""
+        if self.session.updates_left <= 0:
+            return  # the session refuses it as exhausted
+        cost = sum((Fraction(event.epsilon) for event, _ in self.session.charges_due()),
+                   Fraction(0))
+        budget, spent = self.store.budget(analyst_scope(analyst_id)) or (Fraction(0), Fraction(0))
+        if spent + cost > budget:
+            raise BudgetExceededError(
+                f"this analyst's budget would be exceeded: a query now may cost epsilon "
+                f"{float(cost):.6g} (a sparse-vector run it opens and a measurement it triggers), "
+                f"with {float(spent):.6g} of {float(budget):.6g} spent")
 
     # -- reading -----------------------------------------------------------------------------------
     def analyst_budget(self, analyst_id: int) -> dict[str, object]:
