@@ -341,8 +341,8 @@ class QueryService:
         for entry, analyst_id, created in self.store.ledger():
             spent += entry.cost[0]
             history.append({"time": created, "label": entry.label,
-                            "analyst": names.get(analyst_id), "spent": float(spent),
-                            "remaining": float(budget - spent)})
+                            "analyst": names.get(analyst_id), "cost": float(entry.cost[0]),
+                            "spent": float(spent), "remaining": float(budget - spent)})
         length, head = self.store.ledger_head()
         return {**self._session_figures(), "history": history,
                 "analysts": self.store.analysts(), "ledger": {"entries": length, "head": head}}
