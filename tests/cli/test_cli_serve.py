@@ -54,8 +54,8 @@ def test_serve_refuses_a_token_file_without_an_admin_token(tmp_path, capsys):
 
 
 @pytest.mark.parametrize(("argv", "message"), [
-    (["--cell", "a"], "--cell: expected attr=code"),
-    (["--cell", "a=x"], "--cell: expected attr=code"),
+    (["--cell", "a"], "--cell: expected attr=value"),
+    (["--cell", "a="], "--cell: expected attr=value"),  # "a=x" names a label now
     (["--range", "a=1"], "--range: expected attr=low:high"),
     (["--query", "{nope"], "--query is not JSON"),
     (["--set-budget", "bob"], "--set-budget: expected NAME=EPSILON"),

@@ -100,12 +100,13 @@ def test_epochs_are_charged_when_opened_and_add_up_to_epsilon():
     charged = 0.0
     while s.updates_left:
         charged += s.answer({"range": {"a": [0, 1], "b": [0, 0]}}).charged
-    assert [e.label for e in s.accountant.ledger][1:] == [f"{EPOCH_LABEL} {i}" for i in (1, 2, 3)]
+    assert [e.label for e in s.accountant.ledger][1:] == [
+        f"{EPOCH_LABEL} {i} {part}" for i in (1, 2, 3) for part in ("sparse vector", "measurement")]
     assert s.accountant.spent().epsilon <= 1
     assert charged == pytest.approx(float(s.accountant.spent().epsilon) - 0.01, abs=1e-9)
     with pytest.raises(SessionExhaustedError, match="max_updates=3"):
         s.answer(FIRST)
-    assert len(s.accountant.ledger) == 4
+    assert len(s.accountant.ledger) == 7
 
 
 def test_a_refused_epoch_charge_spends_nothing_and_changes_nothing():

@@ -60,15 +60,41 @@ def write_data(directory: Path, n: int = 400, seed: int = 0) -> tuple[Path, Path
     return csv, domain
 
 
-class Server:
-    """``fastmwem serve`` in a child process on a free loopback port."""
+#: The labels of the test domain's codes, for a server started with a schema.
+LABELS = {"a": ["no", "yes"], "b": ["F", "M"], "c": ["north", "east", "south", "west"]}
 
-    def __init__(self, directory: Path, state: str, *extra: str, epsilon: float = 1.0) -> None:
+
+def write_raw_data(directory: Path, n: int = 400, seed: int = 0) -> tuple[Path, Path]:
+    """The data of :func:`write_data` as raw labels, and its schema file."""
+    csv, _ = write_data(directory, n, seed)
+    lines = csv.read_text().splitlines()
+    raw = [lines[0]] + [",".join(LABELS[name][int(code)] for name, code in
+                                 zip("abc", line.split(","))) for line in lines[1:]]
+    csv = directory / "raw.csv"
+    csv.write_text("\n".join(raw) + "\n")
+    schema = directory / "schema.json"
+    schema.write_text(json.dumps({"columns": [
+        {"name": name, "type": "categorical", "categories": labels}
+        for name, labels in LABELS.items()]}))
+    return csv, schema
+
+
+class Server:
+    """``fastmwem serve`` in a child process on a free loopback port (``schema``: on raw labels
+    with a schema, else on codes with a domain)."""
+
+    def __init__(self, directory: Path, state: str, *extra: str, epsilon: float = 1.0,
+                 schema: bool = False) -> None:
         self.directory = directory
-        self.csv, self.domain = write_data(directory)
+        if schema:
+            self.csv, self.schema = write_raw_data(directory)
+            source = ["--schema", str(self.schema)]
+        else:
+            self.csv, self.domain = write_data(directory)
+            source = ["--domain", str(self.domain)]
         self.state = state
         self.admin_file = directory / "admin.token"
-        self.args = [str(self.csv), "--domain", str(self.domain), "--epsilon", str(epsilon),
+        self.args = [str(self.csv), *source, "--epsilon", str(epsilon),
                      "--state", state, "--admin-token-file", str(self.admin_file), *extra]
         self.port = free_port()
         self.proc: subprocess.Popen | None = None
@@ -121,8 +147,10 @@ class Server:
 def _factory(directory: Path):
     servers: list[Server] = []
 
-    def make(*extra: str, state: str | None = None, epsilon: float = 1.0) -> Server:
-        server = Server(directory, state or str(directory / "state.db"), *extra, epsilon=epsilon)
+    def make(*extra: str, state: str | None = None, epsilon: float = 1.0,
+             schema: bool = False) -> Server:
+        server = Server(directory, state or str(directory / "state.db"), *extra, epsilon=epsilon,
+                        schema=schema)
         servers.append(server)
         return server
 

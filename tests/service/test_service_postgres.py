@@ -131,7 +131,9 @@ def pg_state(fresh_database):
     who = service.authenticate(f"Bearer {service.add_analyst('ann', 10)['token']}")
     for i in range(3):
         service.answer(who, {"cell": {"a": i % 2, "b": i}}, f"r{i}")
-    assert [a for _, a, _ in service.store.ledger()] == [None, 1, 1, 1]
+    # The count (the owner's), then each epoch's run and measurement (the analyst's).
+    owners = [a for _, a, _ in service.store.ledger()]
+    assert owners[0] is None and owners[1:] == [1] * (len(owners) - 1) and len(owners) >= 4
     service.store.close()
     return fresh_database
 
@@ -167,3 +169,44 @@ def test_postgres_state_with_an_edited_ledger_refuses_to_start(pg_state, stateme
     _tamper(pg_state, *statements)
     with pytest.raises(StateError, match=match):
         _service(pg_state)
+
+
+def test_postgres_split_charges_and_label_queries_survive_a_crash_and_a_restart(
+        fresh_database, monkeypatch):
+    # A measurement charged whose answer was never stored is not charged again after a
+    # restart, and measurements asked in labels are stored (and replayed) in codes.
+    from fastmwem.data.schema import Categorical, Schema
+
+    schema = Schema([Categorical("a", ["no", "yes"]), Categorical("b", ["x", "y", "z"])])
+    tight = PMWConfig(epsilon=4.0, alpha=0.001, max_updates=10, total=90)  # measures them all
+
+    def start() -> QueryService:
+        return QueryService(open_store(fresh_database), DATA, tight, admin_token=ADMIN,
+                            data_hash="h", rng=np.random.default_rng(0), schema=schema)
+
+    service = start()
+    who = service.authenticate(f"Bearer {service.add_analyst('ann', 4)['token']}")
+    first = service.answer(who, {"cell": {"a": "yes", "b": "z"}}, "r1")
+    assert first["source"] == "measured" and first["query_codes"] == {"cell": {"a": 1, "b": 2}}
+    assert service.store.measurements()[0][0] == {"cell": {"a": 1, "b": 2}}
+
+    def crash(*args, **kwargs):
+        raise OSError("connection lost")
+
+    monkeypatch.setattr(service.store, "save_answer", crash)
+    with pytest.raises(OSError):
+        service.answer(who, {"cell": {"b": "x"}}, "r2")
+    labels = [e.label for e, _, _ in service.store.ledger()]
+    assert labels[-2:] == ["PMW epoch 2 sparse vector", "PMW epoch 2 measurement"]
+    spent = service.store.budget("global")[1]
+    distribution = service.session.distribution
+    monkeypatch.undo()
+    service.store.close()
+
+    again = start()
+    np.testing.assert_array_equal(again.session.distribution, distribution)
+    assert again.session.charges_due() == []
+    ans = again.answer(who, {"cell": {"b": "x"}}, "r2")
+    assert ans["source"] == "measured" and ans["charged"] == 0.0
+    assert again.store.budget("global")[1] == spent
+    again.store.close()

@@ -48,7 +48,8 @@ def state(tmp_path):
         who = service.authenticate(f"Bearer {service.add_analyst(name, 10)['token']}")
         for i in range(2):
             service.answer(who, {"cell": {"a": i, "b": i + 1}}, f"{name}{i}")
-    assert [a for _, a, _ in service.store.ledger()] == [None, 1, 1, 2, 2]
+    # Each query opens an epoch and is measured: a run and a measurement charged to its asker.
+    assert [a for _, a, _ in service.store.ledger()] == [None] + [1] * 4 + [2] * 4
     service.store.close()
     return path
 

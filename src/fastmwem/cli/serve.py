@@ -8,11 +8,15 @@ import importlib
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from fastmwem.cli import CLIError, warn_seeded
+from fastmwem.cli import CLIError, print_warning, warn_seeded
 from fastmwem.cli._io import check_input_file, read_text_file
 from fastmwem.data import Dataset, Domain
-from fastmwem.release.pmw.session import PMWConfig
+from fastmwem.release.pmw.plan import PMWConfig
+
+if TYPE_CHECKING:
+    from fastmwem.data.schema import Schema
 
 __all__ = ["register"]
 
@@ -22,16 +26,20 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "serve",
         help="serve private answers to linear queries (Online PMW) over HTTP",
         description=(
-            "Serve an HTTP JSON API on DATA (a CSV of integer codes with --domain): analysts ask "
+            "Serve an HTTP JSON API on DATA (a CSV of integer codes with --domain, or of raw "
+            "values with --schema, whose labels queries and answers then use): analysts ask "
             "linear queries; answers come from a synthetic distribution while the sparse vector "
-            "says it is accurate, and from a noisy measurement plus an update otherwise. Pure "
+            "says it is accurate, and from a noisy measurement plus an update otherwise; each "
+            "answer carries its noise scale and a 95%% interval. Pure "
             "epsilon-DP under add/remove-one-record neighbours for everything released. The "
             "state (ledger, measurements) lives in --state: a SQLite file (WAL mode) or a "
             "postgresql:// URL; restarting with the same arguments resumes the session."
         ),
     )
-    parser.add_argument("data", help="input CSV of integer codes")
-    parser.add_argument("--domain", required=True, help='domain JSON {"column": size}')
+    parser.add_argument("data", help="input CSV: integer codes (--domain) or raw values (--schema)")
+    parser.add_argument("--domain", help='domain JSON {"column": size} (DATA holds codes)')
+    parser.add_argument("--schema", help="the data's public schema JSON (DATA holds raw values; "
+                                         "queries may name labels, answers show them)")
     parser.add_argument("--epsilon", type=float, required=True, help="total privacy budget")
     parser.add_argument("--state", required=True,
                         help="state: a SQLite file path (made if missing; a file that exists "
@@ -115,16 +123,30 @@ def _service_modules() -> None:
                            'pip install "fastmwem[service]"') from None
 
 
+def _read_data(args: argparse.Namespace) -> tuple[Dataset, Schema | None]:
+    """DATA, as codes (--domain) or encoded by its public schema (--schema)."""
+    if (args.domain is None) == (args.schema is None):
+        raise CLIError("give --domain DOMAIN.json (DATA holds codes) or --schema SCHEMA.json "
+                       "(DATA holds raw values), not both")
+    check_input_file(args.data, "DATA")
+    if args.schema is not None:
+        from fastmwem.data.schema import Schema
+
+        check_input_file(args.schema, "--schema")
+        schema = read_text_file(Schema.from_json, args.schema, "--schema")
+        return read_text_file(schema.encode_csv, args.data, "DATA"), schema
+    check_input_file(args.domain, "--domain")
+    domain = read_text_file(Domain.from_json, args.domain, "--domain")
+    return read_text_file(lambda path: Dataset.from_csv(path, domain), args.data, "DATA"), None
+
+
 def run(args: argparse.Namespace) -> int:
     _service_modules()
     _check_numbers(args)
     config = PMWConfig(epsilon=args.epsilon, alpha=args.alpha, max_updates=args.max_updates,
                        total=args.total, sv_fraction=args.sv_fraction,
                        reuse_passes=args.reuse_passes)
-    check_input_file(args.data, "DATA")
-    check_input_file(args.domain, "--domain")
-    domain = read_text_file(Domain.from_json, args.domain, "--domain")
-    dataset = read_text_file(lambda path: Dataset.from_csv(path, domain), args.data, "DATA")
+    dataset, schema = _read_data(args)
     with open(args.data, "rb") as fh:
         data_hash = hashlib.sha256(fh.read()).hexdigest()
     from fastmwem.service.app import create_app
@@ -137,7 +159,7 @@ def run(args: argparse.Namespace) -> int:
         warn_seeded("serve")
     try:
         service = QueryService(store, dataset, config, admin_token=admin_token,
-                               data_hash=data_hash, rng=args.seed)
+                               data_hash=data_hash, rng=args.seed, schema=schema)
     except RuntimeError as exc:  # another server holds the state
         raise CLIError(str(exc)) from None
     except Exception as exc:
@@ -146,6 +168,11 @@ def run(args: argparse.Namespace) -> int:
         raise
     if new_token:
         _write_admin_token(args.admin_token_file, admin_token)
+    from fastmwem.release.pmw.accuracy import fit_advice
+
+    advice = fit_advice(config, service.session.total)  # the count the session already uses
+    if advice is not None:
+        print_warning("serve", advice, "AccuracyWarning")
     app = create_app(service, rate=args.rate, burst=args.burst, max_body=args.max_body)
     import uvicorn
 

@@ -38,7 +38,9 @@ __all__ = ["create_app", "BodyLimit"]
 
 class QueryRequest(BaseModel):
     query: dict[str, Any] = Field(description='e.g. {"cell": {"attr": 0}}, {"range": {"attr": '
-                                              '[0, 3]}} or {"vector": [...]} (one weight a cell)')
+                                              '[0, 3]}} or {"vector": [...]} (one weight a cell); '
+                                              'with a schema, a string names a label: {"cell": '
+                                              '{"sex": "F"}}')
     request_id: str | None = Field(default=None, description="an id to make retries safe: the "
                                    "same id with the same query returns the stored answer, with "
                                    "no new release; with another query it is refused (409)")
@@ -138,7 +140,8 @@ def create_app(service: QueryService, *, rate: float = 20.0, burst: int = 40,
     def healthz() -> dict[str, bool]:
         return {"ok": True}
 
-    @app.post("/v1/query", summary="Ask one linear query")
+    @app.post("/v1/query", summary="Ask one linear query: its value, source, charge, noise "
+                                   "scale and 95% interval")
     def ask(body: QueryRequest, who: Analyst) -> dict[str, Any]:
         result = service.answer(who, body.query, body.request_id)
         return {**result, "budget": service.analyst_budget(_analyst_id(who))}
@@ -154,6 +157,10 @@ def create_app(service: QueryService, *, rate: float = 20.0, burst: int = 40,
     @app.get("/v1/domain", summary="The public domain: attributes and their sizes")
     def domain(who: Who) -> dict[str, int]:
         return service.domain.to_dict()
+
+    @app.get("/v1/schema", summary="The attributes' labels (404 without a schema)")
+    def schema(who: Who) -> dict[str, Any]:
+        return service.schema()
 
     @app.post("/v1/admin/analysts", status_code=201, summary="Create an analyst and its token")
     def add_analyst(body: AnalystRequest, who: Admin) -> dict[str, Any]:

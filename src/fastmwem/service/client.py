@@ -4,7 +4,8 @@
 >>> client.url
 'http://127.0.0.1:8000'
 
-Analysts: :meth:`Client.ask`, :meth:`Client.budget`, :meth:`Client.log`, :meth:`Client.domain`.
+Analysts: :meth:`Client.ask`, :meth:`Client.budget`, :meth:`Client.log`, :meth:`Client.domain`,
+:meth:`Client.schema`.
 The data owner (admin token): :meth:`Client.add_analyst`, :meth:`Client.set_budget`,
 :meth:`Client.analysts`, :meth:`Client.owner_budget`, :meth:`Client.owner_log`. A refused request
 raises :class:`ServiceError` with the server's message and HTTP status; a service that cannot be
@@ -134,6 +135,10 @@ class Client:
 
     def domain(self) -> dict[str, int]:
         return self._call("GET", "/v1/domain")
+
+    def schema(self) -> dict[str, Any]:
+        """The attributes' labels, for a service started with a schema (else HTTP 404)."""
+        return self._call("GET", "/v1/schema")
 
     # -- the data owner --------------------------------------------------------------------------
     def add_analyst(self, name: str, budget: float) -> dict[str, Any]:

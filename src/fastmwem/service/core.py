@@ -27,19 +27,16 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
 
 from fastmwem.accounting import Accountant, Admit, BudgetExceededError, LedgerEntry, exact
 from fastmwem.data.domain import Domain
-from fastmwem.release.pmw.session import (
-    COUNT_LABEL,
-    EPOCH_LABEL,
-    PMWConfig,
-    PMWRecord,
-    PMWSession,
-    check_query,
-)
+from fastmwem.release.pmw.accuracy import Accuracy, answer_accuracy
+from fastmwem.release.pmw.plan import PMWConfig, PMWRecord, paid_from_labels
+from fastmwem.release.pmw.session import PMWSession, check_query
 from fastmwem.service import tokens
+from fastmwem.service.labels import Labels
 from fastmwem.service.store import (
     GLOBAL,
     StateError,
@@ -49,6 +46,7 @@ from fastmwem.service.store import (
 )
 
 if TYPE_CHECKING:
+    from fastmwem.data.schema import Schema
     from fastmwem.data.sources.base import MarginalSource
     from fastmwem.random import RNGLike
 
@@ -108,13 +106,24 @@ class RateLimiter:
 
 
 class QueryService:
-    """A PMW session served to several analysts, with its state in ``store``."""
+    """A PMW session served to several analysts, with its state in ``store``.
+
+    With ``schema`` (the data's public schema, over the dataset's domain), queries may name
+    labels and answers show them (:mod:`fastmwem.service.labels`); the schema is part of the
+    state, like the domain.
+    """
 
     def __init__(self, store: Store, dataset: MarginalSource, config: PMWConfig, *,
-                 admin_token: str, data_hash: str, rng: RNGLike = None) -> None:
+                 admin_token: str, data_hash: str, rng: RNGLike = None,
+                 schema: Schema | None = None) -> None:
         self.store = store
         self.config = config
         self.domain: Domain = dataset.domain
+        self.labels = None if schema is None else Labels(schema)
+        if self.labels is not None and self.labels.domain != self.domain:
+            raise ValueError(f"the schema's domain {self.labels.domain} is not the data's "
+                             f"domain {self.domain}")
+        self._accuracy = lru_cache(maxsize=4096)(self._accuracy_of)
         self._dataset = dataset
         self._rng = rng
         self._lock = threading.Lock()
@@ -122,6 +131,8 @@ class QueryService:
         meta = {"format": FORMAT, "domain": json.dumps(self.domain.to_dict()),
                 "pmw": json.dumps(config.to_dict(), sort_keys=True), "data_sha256": data_hash,
                 "admin_hash": self._admin_hash(admin_token)}
+        if schema is not None:
+            meta["schema"] = json.dumps(schema.to_dict(), sort_keys=True)
         epsilon = exact(config.epsilon, "epsilon")
         store.lease()  # before anything is read or written
         try:
@@ -160,19 +171,25 @@ class QueryService:
     def _check_meta(stored: dict[str, str], wanted: dict[str, str]) -> None:
         names = {"format": "state format", "domain": "domain", "pmw": "session parameters "
                  "(epsilon, alpha, max updates, ...): budgets are read-only",
-                 "data_sha256": "data file", "admin_hash": "admin token"}
+                 "data_sha256": "data file", "admin_hash": "admin token",
+                 "schema": "schema (--schema)"}
         for key, what in names.items():
-            if stored.get(key) != wanted[key]:
+            if stored.get(key) != wanted.get(key):
                 raise ValueError(f"the state was made with another {what}; serve it with the same "
                                  "settings, or start a new state")
 
     def _load(self) -> None:
         """(Re)build the session from the store: the store is the truth."""
         total, threshold = self.store.session_row()
-        labels = [entry.label for entry, _, _ in self.store.ledger()]
-        record = PMWRecord(self.config, total=total, count_paid=COUNT_LABEL in labels,
-                           epochs_paid=sum(label.startswith(EPOCH_LABEL) for label in labels),
-                           noisy_threshold=threshold, measurements=self.store.measurements())
+        count_paid, runs, measures = paid_from_labels(
+            [entry.label for entry, _, _ in self.store.ledger()])
+        measurements = self.store.measurements()
+        if measures not in (len(measurements), len(measurements) + 1):
+            raise StateError("the ledger's measurement charges do not match the measurements "
+                             "stored: the state was edited")
+        record = PMWRecord(self.config, total=total, count_paid=count_paid, epochs_paid=runs,
+                           noisy_threshold=threshold, measurements=measurements,
+                           measurement_paid=measures > len(measurements))
         self._accountants.clear()
         self.session = PMWSession.resume(self._dataset, record, rng=self._rng,
                                          accountant=self._accountant(None))
@@ -221,7 +238,9 @@ class QueryService:
         return {"id": analyst_id, "name": name, "budget": float(eps), "token": token["value"]}
 
     def set_budget(self, name: str, budget: object) -> dict[str, object]:
-        self.store.set_analyst_budget(name, _budget(budget))
+        eps = _budget(budget)
+        with self._lock:  # not between a query's check of its analyst's budget and its charges
+            self.store.set_analyst_budget(name, eps)
         return next(a for a in self.store.analysts() if a["name"] == name)
 
     # -- answering ---------------------------------------------------------------------------------
@@ -234,7 +253,8 @@ class QueryService:
             raise ValueError("request_id must be a string of 1 to 100 characters")
         if not isinstance(query, dict):
             raise ValueError("query must be a JSON object such as {\"cell\": {\"attr\": 0}}")
-        check_query(self.domain, query)  # a bad query is refused before anything else
+        coded = query if self.labels is None else self.labels.to_codes(query)
+        check_query(self.domain, coded)  # a bad query is refused before anything else
         try:
             key = _canonical(query)  # it is stored as JSON after the charge: check it before
         except (TypeError, ValueError):
@@ -247,12 +267,13 @@ class QueryService:
                     raise RequestConflictError(
                         "this request_id was used before for another query; a retry must send "
                         "the same query, a new query a new request_id")
-                return {**stored.to_json(), "replayed": True}
+                return {**self._present(stored), "replayed": True}
+            self._check_affordable(analyst)
             try:
-                ans = self.session.answer(query, accountant=self._accountant(analyst))
+                ans = self.session.answer(coded, accountant=self._accountant(analyst))
                 stored = StoredAnswer(analyst, request_id, query, ans.value, ans.source,
                                       ans.charged, ans.updates, time.time())
-                self.store.save_answer(stored, ans.source == "measured",
+                self.store.save_answer(stored, coded if ans.source == "measured" else None,
                                        self.session.noisy_threshold)
             except (BudgetExceededError, ValueError, TypeError):
                 raise  # refused before the session changed
@@ -260,7 +281,37 @@ class QueryService:
                 # The in-memory session may be ahead of what was committed: the store decides.
                 self._load()
                 raise
-        return {**stored.to_json(), "replayed": False}
+        return {**self._present(stored), "replayed": False}
+
+    def _present(self, stored: StoredAnswer) -> dict[str, object]:
+        """An answer as the API shows it: the query in labels (and codes) with a schema, the
+        noise scale and the 95% interval (see :mod:`fastmwem.release.pmw.accuracy`)."""
+        out = stored.to_json()
+        coded = stored.query if self.labels is None else self.labels.to_codes(stored.query)
+        if self.labels is not None:
+            out["query"], out["query_codes"] = self.labels.to_labels(coded), coded
+        accuracy = self._accuracy(_canonical(coded), stored.source)
+        out.update(noise_scale=accuracy.noise_scale, interval=accuracy.interval(stored.value),
+                   interval_level=accuracy.level)
+        return out
+
+    def _accuracy_of(self, coded: str, source: str) -> Accuracy:
+        query: Any = json.loads(coded)
+        return answer_accuracy(self.config, self.session.total, self.domain, query, source)
+
+    def _check_affordable(self, analyst_id: int) -> None:
+        """Refuse a query whose analyst could not pay every charge it may cause (the run it opens,
+        the measurement it triggers): once the data is tested, a refusal would tell the result."""
+        if self.session.updates_left <= 0:
+            return  # the session refuses it as exhausted
+        cost = sum((Fraction(event.epsilon) for event, _ in self.session.charges_due()),
+                   Fraction(0))
+        budget, spent = self.store.budget(analyst_scope(analyst_id)) or (Fraction(0), Fraction(0))
+        if spent + cost > budget:
+            raise BudgetExceededError(
+                f"this analyst's budget would be exceeded: a query now may cost epsilon "
+                f"{float(cost):.6g} (a sparse-vector run it opens and a measurement it triggers), "
+                f"with {float(spent):.6g} of {float(budget):.6g} spent")
 
     # -- reading -----------------------------------------------------------------------------------
     def analyst_budget(self, analyst_id: int) -> dict[str, object]:
@@ -290,17 +341,24 @@ class QueryService:
         for entry, analyst_id, created in self.store.ledger():
             spent += entry.cost[0]
             history.append({"time": created, "label": entry.label,
-                            "analyst": names.get(analyst_id), "spent": float(spent),
-                            "remaining": float(budget - spent)})
+                            "analyst": names.get(analyst_id), "cost": float(entry.cost[0]),
+                            "spent": float(spent), "remaining": float(budget - spent)})
         length, head = self.store.ledger_head()
         return {**self._session_figures(), "history": history,
                 "analysts": self.store.analysts(), "ledger": {"entries": length, "head": head}}
 
     def log(self, analyst_id: int | None) -> list[dict[str, object]]:
         if analyst_id is not None:
-            return [a.to_json() for a in self.store.answers(analyst_id)]
+            return [self._present(a) for a in self.store.answers(analyst_id)]
         names = {a["id"]: a["name"] for a in self.store.analysts()}
-        return [{**a.to_json(), "analyst": names.get(a.analyst_id)} for a in self.store.answers()]
+        return [{**self._present(a), "analyst": names.get(a.analyst_id)}
+                for a in self.store.answers()]
+
+    def schema(self) -> dict[str, object]:
+        """The public labels of the attributes (with a schema)."""
+        if self.labels is None:
+            raise LookupError("this service has no schema: queries name codes (see /v1/domain)")
+        return self.labels.describe()
 
 
 def _canonical(query: object) -> str:

@@ -327,16 +327,18 @@ class Store:
                           (analyst_id, request_id))
         return _answers(rows)[0] if rows else None
 
-    def save_answer(self, answer: StoredAnswer, measured: bool, noisy_threshold: int | None) -> None:
-        """The released answer, its measurement (if any) and the sparse-vector state, at once."""
+    def save_answer(self, answer: StoredAnswer, measurement: dict[str, Any] | None,
+                    noisy_threshold: int | None) -> None:
+        """The released answer, its measurement (if any: the query in codes, as the session
+        replays it) and the sparse-vector state, at once."""
         with self.transaction() as cur:
             cur.run("INSERT INTO answers (analyst_id, request_id, query, value, source, charged, "
                     "updates, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                     (answer.analyst_id, answer.request_id, json.dumps(answer.query), answer.value,
                      answer.source, answer.charged, answer.updates, answer.created))
-            if measured:
+            if measurement is not None:
                 cur.run("INSERT INTO measurements (seq, query, value) VALUES (?, ?, ?)",
-                        (answer.updates, json.dumps(answer.query), answer.value))
+                        (answer.updates, json.dumps(measurement), answer.value))
             cur.run("UPDATE session SET noisy_threshold = ? WHERE id = 1", (noisy_threshold,))
 
     def answers(self, analyst_id: int | None = None) -> list[StoredAnswer]:

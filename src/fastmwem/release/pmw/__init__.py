@@ -6,16 +6,18 @@ from fastmwem.release.pmw.offline import (
     pmw_offline,
     pmw_offline_privacy_plan,
 )
-from fastmwem.release.pmw.queries import QUERY_FORMS, query_spec, query_vector
-from fastmwem.release.pmw.session import (
+from fastmwem.release.pmw.plan import (
     COUNT_LABEL,
     EPOCH_LABEL,
     GRID,
     MAX_RECORDS,
-    MIN_QUERY_PEAK,
-    Answer,
     PMWConfig,
     PMWRecord,
+)
+from fastmwem.release.pmw.queries import QUERY_FORMS, query_spec, query_vector
+from fastmwem.release.pmw.session import (
+    MIN_QUERY_PEAK,
+    Answer,
     PMWSession,
     SessionExhaustedError,
     UnstableUpdateError,

@@ -13,36 +13,35 @@ noisy threshold starts.
 from __future__ import annotations
 
 import copy
-import json
-import math
-import os
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Protocol, cast
 
 import numpy as np
 
-from fastmwem._deprecation import warn_renamed
-from fastmwem._validation import check_epsilon, check_int, check_probability
 from fastmwem.accounting import (
     Accountant,
     BudgetExceededError,
-    LedgerEntry,
     MemoryLedgerStore,
     PureDP,
-    entry_from_record,
-    entry_to_record,
-    exact,
 )
 from fastmwem.data.domain import Domain, check_dense
-from fastmwem.data.io.files import load_json
 from fastmwem.mechanisms.laplace import Geometric
 from fastmwem.mechanisms.seeding import check_rng
 from fastmwem.mechanisms.sparse_vector import MAX_SV_VALUE, SparseVector, SparseVectorRun
 from fastmwem.models.state import MWState
 from fastmwem.random import RNGLike, make_rng
+from fastmwem.release.pmw.plan import (
+    COUNT_LABEL,
+    EPOCH_LABEL,
+    GRID,
+    MAX_RECORDS,
+    PMWConfig,
+    PMWRecord,
+    check_record,
+)
 from fastmwem.release.pmw.queries import query_spec, query_vector
 from fastmwem.workloads.base import MAX_QUERY_VALUE
 
@@ -50,12 +49,6 @@ __all__ = ["PMWSession", "PMWConfig", "PMWRecord", "Answer", "SessionExhaustedEr
            "UnstableUpdateError", "GRID", "EPOCH_LABEL", "COUNT_LABEL", "MIN_QUERY_PEAK",
            "check_query", "mw_steps"]
 
-#: Each query is scaled to integer weights within +-GRID (2**20) for the sparse-vector test and
-#: for non-integer measurements, so that every noisy comparison and release is on integers.
-GRID = 2**20
-
-#: Largest record count: counts times GRID stay far inside int64.
-MAX_RECORDS = 2**40
 
 #: Smallest largest-absolute-weight a query may have. Its grid step ``max|q| / GRID`` is then a
 #: normal float (at least 2**-1020), and so is every quantity of the test and the update: the
@@ -63,10 +56,6 @@ MAX_RECORDS = 2**40
 #: within e^(+-1). A smaller peak would be rounded into subnormal floats or to zero, where the
 #: update divides by (almost) nothing and the distribution turns into NaN.
 MIN_QUERY_PEAK = 2.0**-1000
-
-#: Ledger labels of the session's charges (a store reads the number of paid epochs from them).
-EPOCH_LABEL = "PMW epoch"
-COUNT_LABEL = "PMW record count"
 
 
 class _Records(Protocol):
@@ -86,78 +75,6 @@ class UnstableUpdateError(ArithmeticError):
 
 
 @dataclass(frozen=True)
-class PMWConfig:
-    """The public parameters of a session; its privacy plan follows from them alone.
-
-    Args:
-        epsilon: total privacy budget (pure epsilon-DP).
-        alpha: accuracy threshold as a fraction of the record count: a query whose synthetic
-            answer is (noisily) within ``alpha * n * s`` of the truth is answered synthetically
-            (``s`` the query's largest absolute weight; ``s = 1`` for counting queries).
-        max_updates: the number T of multiplicative-weights updates (measured queries) allowed.
-        sv_fraction: share of each epoch's epsilon spent on its sparse-vector run; the rest
-            pays for the measurement.
-        total: a public record count, or ``None`` to spend ``count_fraction`` of epsilon on a
-            noisy count.
-        count_fraction: share of epsilon spent on the noisy count (when ``total`` is None).
-        reuse_passes: after each update, this many multiplicative-weights passes over all
-            measurements so far (post-processing; MWEM's reuse).
-    """
-
-    epsilon: float
-    alpha: float
-    max_updates: int
-    sv_fraction: float = 0.5
-    total: int | None = None
-    count_fraction: float = 0.01
-    reuse_passes: int = 0
-
-    def __post_init__(self) -> None:
-        check_epsilon(self.epsilon)
-        check_probability(self.alpha, "alpha")
-        check_int(self.max_updates, "max_updates", minimum=1, maximum=10**6)
-        check_probability(self.sv_fraction, "sv_fraction")
-        check_probability(self.count_fraction, "count_fraction")
-        check_int(self.reuse_passes, "reuse_passes", minimum=0, maximum=1000)
-        if self.total is not None:
-            check_int(self.total, "total", minimum=1, maximum=MAX_RECORDS)
-        split = self.split()
-        # Every mechanism is built here once, so a calibration it refuses fails before a charge.
-        SparseVector(epsilon=split["sv"], sensitivity=GRID + 1)
-        Geometric(epsilon=split["measure"], sensitivity=GRID)
-        if split["count"]:
-            Geometric(epsilon=split["count"])
-
-    def split(self) -> dict[str, float]:
-        """The epsilon of the count and of each epoch's sparse vector and measurement.
-
-        The floats are shrunk until their exact binary values, as charged, add up to at most
-        ``epsilon``: count + max_updates * (sv + measure) <= epsilon.
-        """
-        budget = exact(self.epsilon, "epsilon")
-        count = float(self.epsilon) * self.count_fraction if self.total is None else 0.0
-        epoch = (float(self.epsilon) - count) / self.max_updates
-        sv = epoch * self.sv_fraction
-        measure = epoch - sv
-
-        def plan() -> Fraction:
-            return Fraction(count) + self.max_updates * (Fraction(sv) + Fraction(measure))
-
-        while plan() > budget:
-            count, sv, measure = (math.nextafter(x, 0.0) for x in (count, sv, measure))
-        return {"count": count, "sv": sv, "measure": measure}
-
-    def epoch_event(self) -> PureDP:
-        split = self.split()
-        return PureDP(Fraction(split["sv"]) + Fraction(split["measure"]))
-
-    def to_dict(self) -> dict[str, object]:
-        return {"epsilon": self.epsilon, "alpha": self.alpha, "max_updates": self.max_updates,
-                "sv_fraction": self.sv_fraction, "total": self.total,
-                "count_fraction": self.count_fraction, "reuse_passes": self.reuse_passes}
-
-
-@dataclass(frozen=True)
 class Answer:
     """One released answer.
 
@@ -166,116 +83,14 @@ class Answer:
         source: ``"synthetic"`` (from the distribution, no privacy cost beyond the epoch's) or
             ``"measured"`` (a noisy measurement, followed by an update).
         updates: the number of updates made so far, this one included.
-        charged: epsilon charged by this call (an epoch opened for it), else 0.
+        charged: epsilon charged by this call: the sparse-vector run it opened, and the
+            measurement it triggered (``source="measured"``), else 0.
     """
 
     value: float
     source: str
     updates: int
     charged: float = 0.0
-
-
-@dataclass
-class PMWRecord:
-    """Everything a session needs to resume exactly: its configuration, the noisy record count,
-    the measurements (queries as JSON forms and released values), the sparse-vector state and
-    the ledger. ``to_dict``/``from_dict`` give a JSON-ready dictionary and back,
-    ``to_json``/``from_json`` a JSON file (as for :class:`~fastmwem.data.Domain` and
-    :class:`~fastmwem.data.Schema`).
-
-    ``noisy_threshold`` is secret: it is kept with the data and never released (so is a file
-    written by ``to_json``).
-    """
-
-    config: PMWConfig
-    total: float | None = None
-    count_paid: bool = False
-    epochs_paid: int = 0
-    noisy_threshold: int | None = None
-    measurements: list[tuple[dict[str, object], float]] = field(default_factory=list)
-    ledger: list[LedgerEntry] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, object]:
-        """The record as a JSON-ready dictionary (format ``"fastmwem-pmw-1"``)."""
-        return {"format": "fastmwem-pmw-1", "config": self.config.to_dict(), "total": self.total,
-                "count_paid": self.count_paid, "epochs_paid": self.epochs_paid,
-                "noisy_threshold": self.noisy_threshold,
-                "measurements": [{"query": q, "value": v} for q, v in self.measurements],
-                "ledger": [entry_to_record(e) for e in self.ledger]}
-
-    def to_json(self, path: str | os.PathLike[str] | None = None) -> dict[str, object] | None:
-        """Write :meth:`to_dict` to the JSON file ``path``.
-
-        The file is replaced atomically: it holds the session's ledger, and a write cut short
-        must not leave a record that forgets what was spent. ``to_json()`` without a path is
-        the deprecated form of :meth:`to_dict` (it warns and returns the dictionary).
-        """
-        if path is None:
-            warn_renamed("to_json() without a path", "to_dict()", where="PMWRecord")
-            return self.to_dict()
-        target = os.fspath(path)
-        temporary = f"{target}.{os.getpid()}.tmp"
-        try:
-            with open(temporary, "w", encoding="utf-8") as fh:
-                json.dump(self.to_dict(), fh, indent=1, allow_nan=False)
-                fh.write("\n")
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(temporary, target)
-        finally:
-            if os.path.exists(temporary):
-                os.remove(temporary)
-        return None
-
-    @classmethod
-    def from_json(cls, path: str | os.PathLike[str]) -> PMWRecord:
-        """Read a record written by :meth:`to_json`.
-
-        A dictionary instead of a path is the deprecated form of :meth:`from_dict` (it warns).
-        """
-        if isinstance(path, dict):
-            warn_renamed("from_json(dict)", "from_dict(dict)", where="PMWRecord")
-            return cls.from_dict(path)
-        return cls.from_dict(load_json(path, "PMW session record"))
-
-    @classmethod
-    def from_dict(cls, data: object) -> PMWRecord:
-        """The record of a :meth:`to_dict` dictionary (checked field by field)."""
-        if not isinstance(data, dict) or data.get("format") != "fastmwem-pmw-1":
-            raise ValueError("not a PMW session record (format 'fastmwem-pmw-1')")
-        try:
-            return cls(
-                config=PMWConfig(**data["config"]),
-                total=None if data["total"] is None else float(data["total"]),
-                count_paid=bool(data["count_paid"]),
-                epochs_paid=int(data["epochs_paid"]),
-                noisy_threshold=(None if data["noisy_threshold"] is None
-                                 else int(data["noisy_threshold"])),
-                measurements=[(m["query"], float(m["value"])) for m in data["measurements"]],
-                ledger=[entry_from_record(r) for r in data["ledger"]],
-            )
-        except (KeyError, TypeError) as exc:
-            raise ValueError(f"PMW session record: missing or malformed field ({exc})") from None
-
-
-def _check_record(record: PMWRecord) -> None:
-    """A record's fields must agree with each other (a store may have been edited by hand)."""
-    done = len(record.measurements)
-    if done > record.config.max_updates:
-        raise ValueError(f"the record holds {done} measurements, more than max_updates="
-                         f"{record.config.max_updates}")
-    if record.epochs_paid not in (done, done + 1):
-        raise ValueError(f"the record has {record.epochs_paid} paid epochs for {done} updates; "
-                         "it must be the number of updates or one more")
-    if record.noisy_threshold is not None and record.epochs_paid != done + 1:
-        raise ValueError("the record has a noisy threshold but no paid epoch open")
-    if record.total is None and done:
-        raise ValueError("the record has measurements but no record count")
-    if record.total is not None and not (math.isfinite(record.total) and record.total > 0):
-        raise ValueError("the record's record count must be a finite number > 0")
-    for i, (_, value) in enumerate(record.measurements, 1):
-        if not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise ValueError(f"the record's measurement {i} is not a finite number")
 
 
 @dataclass(frozen=True)
@@ -355,16 +170,19 @@ class PMWSession:
     sparse-vector run (:class:`~fastmwem.mechanisms.sparse_vector.SparseVector`, sensitivity
     ``GRID + 1`` on the scaled test statistic) plus one measurement (two-sided geometric on the
     query's integer weights, sensitivity ``max |weights|``). Synthetic answers are
-    post-processing. An epoch is charged (``EPOCH_LABEL``) when the first query after the previous
-    update arrives, before its noisy threshold is drawn; a refused charge spends nothing and
-    changes nothing. Released measurements are integers times a public scale, so the noise is
+    post-processing. An epoch's sparse vector is charged when the first query after the previous
+    update arrives, before its noisy threshold is drawn, and its measurement when a query is
+    found inaccurate, before the noise is drawn (labels in :mod:`fastmwem.release.pmw.plan`).
+    A query is tested only if the accountant can afford both, so a refused charge comes before
+    the data is touched, spends nothing and changes nothing. Released measurements are integers times a public scale, so the noise is
     safe against floating-point attacks.
 
     Args:
         dataset: a :class:`~fastmwem.data.Dataset` (at most ``MAX_RECORDS`` records).
         epsilon, alpha, max_updates, **options: see :class:`PMWConfig`.
         rng: ``None`` for a release; an integer seed for tests only (it warns).
-        accountant: charged for every epoch (default ``Accountant(epsilon=epsilon)``).
+        accountant: charged for every run and measurement (default
+            ``Accountant(epsilon=epsilon)``).
 
     >>> from fastmwem.data import Dataset, Domain
     >>> ds = Dataset([[0, 1], [1, 1], [1, 0]] * 50, Domain(["a", "b"], [2, 2]))
@@ -413,7 +231,7 @@ class PMWSession:
             accountant = Accountant(epsilon=record.config.epsilon)
         elif not isinstance(accountant, Accountant):
             raise TypeError(f"accountant must be an Accountant, got {type(accountant).__name__}")
-        _check_record(record)
+        check_record(record)
         self.domain = domain
         self.config = record.config
         self.accountant = accountant
@@ -490,23 +308,29 @@ class PMWSession:
         """The open sparse-vector run's noisy threshold (secret: store it, never release it)."""
         return self._record.noisy_threshold
 
+    def charges_due(self) -> list[tuple[PureDP, str]]:
+        """The charges the next query may cause (see :meth:`PMWRecord.charges_due`)."""
+        return self._record.charges_due()
+
     def record(self) -> PMWRecord:
         """A snapshot of the session's state (see :class:`PMWRecord`), ledger included."""
         r = self._record
         return PMWRecord(r.config, r.total, r.count_paid, r.epochs_paid, r.noisy_threshold,
-                         list(r.measurements), list(self.accountant.ledger))
+                         list(r.measurements), list(self.accountant.ledger), r.measurement_paid)
 
     # -- answering -------------------------------------------------------------------------------
     def answer(self, query: object, *, accountant: Accountant | None = None) -> Answer:
         """Answer one query (see :mod:`fastmwem.release.pmw.queries` for the forms).
 
-        ``accountant`` (default: the session's) is charged if this query opens an epoch.
+        ``accountant`` (default: the session's) is charged for the sparse-vector run this query
+        opens and the measurement it triggers; it must afford both before the query is tested.
 
         Raises:
             ValueError, TypeError: the query does not fit the domain, or its scale cannot be
                 represented (see :data:`MIN_QUERY_PEAK`); nothing is spent.
             SessionExhaustedError: all ``max_updates`` updates are used.
-            BudgetExceededError: the accountant refuses the epoch's charge (nothing is spent).
+            BudgetExceededError: the accountant cannot afford the charges this query may
+                cause (nothing is spent).
         """
         vec = query_vector(self.domain, query)
         # The scale is checked here, before any charge: past it, no step can go non-finite.
@@ -520,19 +344,23 @@ class PMWSession:
                 "updates; it cannot answer further queries"
             )
         record = self._record
+        due = record.charges_due()
+        # Both charges are checked now: once the data is tested, a refusal would tell its result.
+        acc.check_fits(list(due))
         charged = 0.0
         if record.epochs_paid == self.updates:
-            event = self.config.epoch_event()
-            acc.compose(event, label=f"{EPOCH_LABEL} {self.updates + 1}")
+            event, label = due.pop(0)
+            acc.compose(event, label=label)
             record.epochs_paid += 1
             charged = float(event.epsilon)
         if self._run is None:
             threshold = round(self.config.alpha * self.total * GRID)
             self._run = self._sv.start(min(threshold, MAX_SV_VALUE), rng=self._rng)
             record.noisy_threshold = self._run.noisy_threshold
-        return self._test_and_answer(q, charged)
+        return self._test_and_answer(q, charged, acc, due)
 
-    def _test_and_answer(self, q: _Query, charged: float) -> Answer:
+    def _test_and_answer(self, q: _Query, charged: float, acc: Accountant,
+                         due: list[tuple[PureDP, str]]) -> Answer:
         state = self._mw()
         # einsum, not BLAS: a threaded BLAS dot is 100x slower on a busy machine (and a server
         # is busy), and one thread sums in a fixed order.
@@ -544,10 +372,16 @@ class PMWSession:
         stat = min(abs((2 * GRID * diff + q.sensitivity) // (2 * q.sensitivity)), MAX_SV_VALUE)
         if not self._open_run().test(stat):
             return Answer(synthetic, "synthetic", self.updates, charged)
+        record = self._record
+        if not record.measurement_paid:  # checked to fit before the test
+            event, label = due[-1]
+            acc.compose(event, label=label)
+            record.measurement_paid = True
+            charged += float(event.epsilon)
         measure = Geometric(epsilon=self.config.split()["measure"], sensitivity=q.sensitivity)
         value = int(measure.release(truth, rng=self._rng)) * q.scale
-        self._record.measurements.append((q.spec, value))
-        self._record.noisy_threshold = None
+        record.measurements.append((q.spec, value))
+        record.noisy_threshold, record.measurement_paid = None, False
         self._run = None
         self._apply(q.vector, value)
         return Answer(value, "measured", self.updates, charged)
