@@ -39,6 +39,7 @@ from fastmwem.quality import (
     require_matplotlib,
 )
 from fastmwem.random import split_seed
+from fastmwem.release._progress import phase, progress_blocks
 from fastmwem.release.definitions import PrivacyDefinition, definition_of
 from fastmwem.release.mwem import (
     AUTO_REUSE_PASSES,
@@ -315,7 +316,9 @@ def run(args: argparse.Namespace) -> int:
               "to the model (matching costs about 44 s per 10^6 rows); give --sampling matched "
               "to match them anyway", file=sys.stderr)
     # The model is scored first; the records written are counted as they pass (decoded after).
-    scored = _evaluate(dataset, result, workload) if request.evaluate else None
+    with phase("scoring the model against the real data", enabled=request.evaluate
+               and request.progress):
+        scored = _evaluate(dataset, result, workload) if request.evaluate else None
     evaluation = None if scored is None else scored[0]
     counted = RecordCounts(workload) if request.evaluate else None
     written = None if plan is None else MarginalCounts(
@@ -323,7 +326,8 @@ def run(args: argparse.Namespace) -> int:
     blocks = result.sample_chunks(rows, rng=sampling_rng,
                                   sampling=sampling, decode=counted is None)
     if request.progress:
-        blocks = _with_progress(blocks, rows)
+        blocks = progress_blocks(blocks, rows,
+                                 seconds=result.sample_seconds(rows, sampling=sampling))
     if counted is not None:
         blocks = _counting(blocks, counted, result, written)
     quality = None
@@ -332,7 +336,8 @@ def run(args: argparse.Namespace) -> int:
         if scored is not None:
             evaluation = {**scored[0], **_records_error(scored[1], counted, workload)}
         if written is not None and request.html:
-            quality = quality_report(dataset, written, schema=schema)
+            with phase("the quality report", enabled=request.progress):
+                quality = quality_report(dataset, written, schema=schema)
             outputs.write_text(quality.html(), request.html, "--html")
         if request.report:
             outputs.write_json(
@@ -418,15 +423,6 @@ def _warn_if_noisy_count(total: float, choices: MWEMChoices,
                                f"Laplace noise of scale {scale:.3g}, so the number of rows "
                                "written says little about the real table; choose it with --rows",
                       "UserWarning")
-
-
-def _with_progress(blocks: Iterator[pd.DataFrame], rows: int) -> Iterator[pd.DataFrame]:
-    from tqdm import tqdm
-
-    with tqdm(total=rows, desc="writing", unit="row", leave=False) as bar:
-        for block in blocks:
-            yield block
-            bar.update(len(block))
 
 
 def _report(request: SynthRequest, spec: str, result: MWEMResult, choices: MWEMChoices,

@@ -13,7 +13,7 @@ from fastmwem._validation import check_int, check_memory
 from fastmwem.accounting import LedgerEntry, PrivacyEvent, ledger_records
 from fastmwem.data.domain import Domain
 from fastmwem.models.factored import FactoredState, marginal_axes
-from fastmwem.models.matching import match_bytes
+from fastmwem.models.matching import match_bytes, scored_sets
 from fastmwem.models.sampling import check_sampling
 from fastmwem.models.state import SyntheticState, sample_records
 from fastmwem.random import RNGLike, make_rng
@@ -29,6 +29,15 @@ __all__ = ["MWEMResult", "MWEMChoices", "RoundRecord", "sample_records", "CHUNK_
 
 #: Records drawn at a time by :meth:`MWEMResult.sample_chunks`.
 CHUNK_ROWS = 10**6
+
+# Seconds of sampling (MWEMResult.sample_seconds): per record and attribute drawn, and for
+# matching, a start (the model's marginals by inference, the compiled loop) and per record and
+# scored marginal. Measured on 2 loaded cores, 3-way marginals: adult (factored, 364 sets)
+# 48,936 matched records in 28 s wall, 20,000 in 12 s and 5,000 in 34 s as a first draw; NLTCS
+# (dense, 560 sets) 21,668 in 3.5 s; systematic draws of 20,000 adult records 0.07 s.
+_SECONDS_PER_RECORD_VALUE = 2e-7
+_MATCH_DENSE = (0.5, 3e-7)  # start, per record and set
+_MATCH_FACTORED = (12.0, 1e-6)
 
 
 @dataclass(frozen=True)
@@ -231,6 +240,18 @@ class MWEMResult:
             done += block
             if done >= count:
                 return
+
+    def sample_seconds(self, n: int | None = None, *, sampling: str = "matched") -> float:
+        """A rough time for :meth:`sample` of ``n`` records, from public sizes only (the rows,
+        the attributes, the marginals matched and the kind of model), for a progress bar."""
+        method = check_sampling(sampling)
+        count = self._count(n)
+        seconds = count * len(self.domain) * _SECONDS_PER_RECORD_VALUE
+        if method == "matched":
+            sets = len(scored_sets(marginal_axes(self.workload) or [], self.domain.shape))
+            start, per_set = _MATCH_DENSE if self.histogram is not None else _MATCH_FACTORED
+            seconds += start + count * sets * per_set
+        return float(seconds)
 
     def _count(self, n: int | None) -> int:
         return max(1, int(round(self.total))) if n is None else check_int(n, "n", minimum=0)

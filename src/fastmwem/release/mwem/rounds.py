@@ -45,6 +45,8 @@ from fastmwem.release.result import MWEMResult
 from fastmwem.workloads.base import LinearWorkload, groups_of_queries
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from typing_extensions import Unpack
 
     from fastmwem.accounting import LedgerEntry, PrivacyEvent
@@ -254,8 +256,10 @@ def steps_of(run: Run) -> list[float]:
     return [run.step * (best / m.std) ** 2 for m in run.measurements]
 
 
-def reuse(run: Run, workload: LinearWorkload, tolerance: float, passes: int) -> int:
-    """Up to ``passes`` passes over all measurements; return how many ran.
+def reuse(run: Run, workload: LinearWorkload, tolerance: float, passes: int,
+          on_pass: Callable[[int], object] | None = None) -> int:
+    """Up to ``passes`` passes over all measurements; return how many ran (``on_pass`` is told
+    of each pass, or of the compiled passes at once, as they finish: a progress bar's update).
 
     Passes stop once one moves the distribution by less than ``tolerance`` in L1,
     measured against a checkpoint taken before the pass (for a factored state, the sum over its
@@ -266,7 +270,10 @@ def reuse(run: Run, workload: LinearWorkload, tolerance: float, passes: int) -> 
     if not run.measurements or not run.updating:  # nothing would move: no structure either
         return 0
     if _compiled_passes(run, passes):
-        return _reuse_queries(run, workload, passes, tolerance)
+        done = _reuse_queries(run, workload, passes, tolerance)
+        if on_pass is not None:
+            on_pass(done)
+        return done
     offsets = run.setup.offsets
     groups = [m.group if run.setup.group_mode
               else int(groups_of_queries(offsets, m.queries.start))
@@ -277,6 +284,8 @@ def reuse(run: Run, workload: LinearWorkload, tolerance: float, passes: int) -> 
         checkpoint = run.state.checkpoint() if tolerance > 0 else None
         for m, step in order:
             update(run, workload, m, step)
+        if on_pass is not None:
+            on_pass(1)
         if tolerance > 0 and run.state.moved(checkpoint) < tolerance:
             return done
     return passes

@@ -24,6 +24,7 @@ from fastmwem.release._privacy import (
     integer_valued,
     measurement_grid,
 )
+from fastmwem.release._progress import LiveBar, about
 from fastmwem.release._protocol import as_linear_workload
 from fastmwem.release.mwem.adaptive import run_adaptive
 from fastmwem.release.mwem.annealing import measured_rho, noise_std
@@ -63,7 +64,10 @@ from fastmwem.release.selection.candidates import workload_weights
 from fastmwem.workloads.base import LinearWorkload, Workload
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from fastmwem.data.schema import Schema
+    from fastmwem.release.mwem.resources import MWEMResources
 
 __all__ = ["mwem", "run_plan"]
 
@@ -183,7 +187,7 @@ def run_plan(planned: MWEMPlan, dataset: object, accountant: Accountant,
 
     if progress is None:
         progress = resources.seconds > PROGRESS_SECONDS and sys.stderr.isatty()
-    bar = _progress_bar(config, resources.seconds) if progress else None
+    bar = _progress_bar(config, resources) if progress else None
     try:
         # A dense run reads the histogram, so it needs no list of groups (m entries to sort).
         private = PrivateView(dataset, measured, dense=model == "dense",
@@ -195,10 +199,10 @@ def run_plan(planned: MWEMPlan, dataset: object, accountant: Accountant,
             "guarantee": definition.guarantee(definition.plan_total(plan))}
         if config.adaptive:
             result = _run_adaptive(private, measured, domain, config, setup, model, generator,
-                                   weights, bar, fields)
+                                   weights, bar, fields, resources.final_seconds)
         else:
             result = _run(private, measured, domain, config, setup, model, generator, bar,
-                          fields)
+                          fields, resources.final_seconds)
         result = dataclasses.replace(result, ledger=accountant.ledger,
                                      privacy=accountant.spent())
         if measured is not workload:
@@ -210,11 +214,12 @@ def run_plan(planned: MWEMPlan, dataset: object, accountant: Accountant,
             bar.close()
 
 
-def _progress_bar(config: MWEMConfig, seconds: float) -> ProgressBar:
-    from tqdm import tqdm
-
-    return tqdm(total=config.rounds, desc=f"MWEM (at most ~{seconds:.0f} s)", unit="round",
-                leave=False)
+def _progress_bar(config: MWEMConfig, resources: MWEMResources) -> ProgressBar:
+    """The rounds' bar; it ticks while the data is read and the first round selects."""
+    total = about(resources.seconds)
+    final = "" if not resources.final_seconds else f", {total} in all"
+    return LiveBar(f"MWEM rounds ({about(resources.seconds - resources.final_seconds)}{final})",
+                   total=config.rounds, unit="round")
 
 
 def _dense(state: SyntheticState) -> MWState:
@@ -231,17 +236,37 @@ def _final_passes(config: MWEMConfig, model: str) -> int:
 
 
 def _estimate(run: Run, workload: LinearWorkload, config: MWEMConfig, passes: int, *,
-              final: bool = False) -> int:
+              final: bool = False, on_pass: Callable[[int], object] | None = None) -> int:
     """The run's estimator after a measurement or the last round: ``passes`` reuse passes, or
     the weighted fit (``config.estimator``); return the passes or steps taken."""
     if config.estimator == "fit" or (final and config.estimator == "final-fit"):
         return refit(run, workload, config, final=final)
-    return reuse(run, workload, config.reuse_tolerance, passes)
+    return reuse(run, workload, config.reuse_tolerance, passes, on_pass)
+
+
+def _final(run: Run, workload: LinearWorkload, config: MWEMConfig, model: str,
+           bar: ProgressBar | None, seconds: float) -> None:
+    """The estimator after the last round, with a bar of its own when the rounds have one:
+    the final passes count up (and stop early once they converge), a final fit ticks."""
+    passes = _final_passes(config, model)
+    fits = config.estimator in ("fit", "final-fit")
+    if bar is not None:
+        bar.close()  # the rounds are done; the final phase says so itself
+    if bar is None or not (fits or passes):
+        _estimate(run, workload, config, passes, final=True)
+        return
+    desc = f"MWEM final {'fit' if fits else 'passes'} ({about(seconds)})"
+    final = LiveBar(desc, total=None if fits else passes, unit="step" if fits else "pass")
+    try:
+        done = _estimate(run, workload, config, passes, final=True, on_pass=final.update)
+        final.set_postfix(done=done)
+    finally:
+        final.close()
 
 
 def _run(private: PrivateView, workload: LinearWorkload, domain: Domain, config: MWEMConfig,
          setup: MWEMSetup, model: str, rng: np.random.Generator, bar: ProgressBar | None,
-         fields: ResultFields) -> MWEMResult:
+         fields: ResultFields, final_seconds: float = 0.0) -> MWEMResult:
     split = config.budget_split(model)
     state, count_std = start_state(private, domain, config, model, rng, split)
     totals = refined_total(state, count_std, workload, setup)
@@ -252,7 +277,7 @@ def _run(private: PrivateView, workload: LinearWorkload, domain: Domain, config:
     if config.rounds == 0:  # the 1-way marginals alone: their product, fitted as configured
         private.release()
         run = Run(state, setup, measurements=start)
-        _estimate(run, workload, config, _final_passes(config, model), final=True)
+        _final(run, workload, config, model, bar, final_seconds)
         return result_of(run, domain, workload, None, trace=(), **fields)
     if model != "dense":
         setup = worth_measuring(setup, state.total)
@@ -303,17 +328,17 @@ def _run(private: PrivateView, workload: LinearWorkload, domain: Domain, config:
         if bar is not None:
             bar.set_postfix(reuse_passes=passes, refresh=False)
             bar.update()
-    _estimate(run, workload, config, _final_passes(config, model), final=True)
+    _final(run, workload, config, model, bar, final_seconds)
     return result_of(run, domain, workload, iterates, trace=tuple(trace), **fields)
 
 
 def _run_adaptive(private: PrivateView, workload: LinearWorkload, domain: Domain,
                   config: MWEMConfig, setup: MWEMSetup, model: str, rng: np.random.Generator,
-                  weights: np.ndarray, bar: ProgressBar | None, fields: ResultFields
-                  ) -> MWEMResult:
+                  weights: np.ndarray, bar: ProgressBar | None, fields: ResultFields,
+                  final_seconds: float = 0.0) -> MWEMResult:
     split = config.budget_split(model, rounds=config.round_count(len(domain)))
     rounds, schedule = run_adaptive(private, workload, domain, config, setup, model, rng, split,
                                     weights, bar)
-    _estimate(rounds.run, workload, config, _final_passes(config, model), final=True)
+    _final(rounds.run, workload, config, model, bar, final_seconds)
     return result_of(rounds.run, domain, workload, None, trace=tuple(rounds.trace),
                      round_ledger=schedule.ledger, **fields)
