@@ -241,6 +241,8 @@ def _estimate(run: Run, workload: LinearWorkload, config: MWEMConfig, passes: in
     the weighted fit (``config.estimator``); return the passes or steps taken."""
     if config.estimator == "fit" or (final and config.estimator == "final-fit"):
         return refit(run, workload, config, final=final)
+    if on_pass is None:
+        return reuse(run, workload, config.reuse_tolerance, passes)
     return reuse(run, workload, config.reuse_tolerance, passes, on_pass)
 
 
