@@ -31,6 +31,7 @@ from fastmwem.evaluation import (
 )
 from fastmwem.models.factored import FactoredState
 from fastmwem.models.sampling import AUTO_MATCH_ROWS, SAMPLING_METHODS, default_sampling
+from fastmwem.progress import phase, progress_blocks
 from fastmwem.quality import (
     MarginalCounts,
     independent_answers,
@@ -39,7 +40,6 @@ from fastmwem.quality import (
     require_matplotlib,
 )
 from fastmwem.random import split_seed
-from fastmwem.release._progress import phase, progress_blocks
 from fastmwem.release.definitions import PrivacyDefinition, definition_of
 from fastmwem.release.mwem import (
     AUTO_REUSE_PASSES,

@@ -18,13 +18,13 @@ from fastmwem.accounting import Accountant
 from fastmwem.data.domain import Domain
 from fastmwem.mechanisms.seeding import check_rng
 from fastmwem.models.state import MWState, SyntheticState
+from fastmwem.progress import LiveBar, about
 from fastmwem.random import RNGLike, make_rng
 from fastmwem.release._privacy import (
     PureDefinition,
     integer_valued,
     measurement_grid,
 )
-from fastmwem.release._progress import LiveBar, about
 from fastmwem.release._protocol import as_linear_workload
 from fastmwem.release.mwem.adaptive import run_adaptive
 from fastmwem.release.mwem.annealing import measured_rho, noise_std
