@@ -13,18 +13,18 @@ import importlib.util
 import io
 import os
 import tempfile
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 from fastmwem._files import replacement_mode
+from fastmwem.quality._scores import ASSOCIATION, BANNER, SCALE, MarginalScore
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-    from fastmwem.quality._report import MarginalScore, QualityReport
 
 __all__ = ["render", "require_matplotlib", "write_atomically"]
 
@@ -53,6 +53,41 @@ footer{color:#777;font-size:.85em;margin-top:2em}
 """
 
 
+
+class ReportView(Protocol):
+    """What a page shows of a :class:`~fastmwem.quality.QualityReport` (its fields, read only)."""
+
+    @property
+    def attributes(self) -> tuple[str, ...]: ...
+    @property
+    def labels(self) -> tuple[tuple[str, ...], ...]: ...
+    @property
+    def rows(self) -> tuple[int, int]: ...
+    @property
+    def baseline(self) -> str: ...
+    @property
+    def real_one_way(self) -> tuple[np.ndarray, ...]: ...
+    @property
+    def synthetic_one_way(self) -> tuple[np.ndarray, ...]: ...
+    @property
+    def scores(self) -> Mapping[int, tuple[MarginalScore, ...]]: ...
+    @property
+    def totals(self) -> Mapping[int, int]: ...
+    @property
+    def worst(self) -> tuple[MarginalScore, ...]: ...
+    @property
+    def worst_tables(self) -> tuple[tuple[np.ndarray, np.ndarray], ...]: ...
+    @property
+    def association_real(self) -> np.ndarray: ...
+    @property
+    def association_synthetic(self) -> np.ndarray: ...
+    @property
+    def notes(self) -> tuple[str, ...]: ...
+    @property
+    def verdict(self) -> str: ...
+    def mean_error(self, k: int) -> float | None: ...
+    def baseline_error(self, k: int) -> float | None: ...
+
 def require_matplotlib() -> None:
     """Raise ImportError, saying what to install, when matplotlib is missing."""
     if importlib.util.find_spec("matplotlib") is None:
@@ -78,10 +113,8 @@ def write_atomically(path: str | os.PathLike[str], text: str) -> None:
         raise
 
 
-def render(report: QualityReport) -> str:
+def render(report: ReportView) -> str:
     """The report as an HTML page (a string)."""
-    from fastmwem.quality._report import ASSOCIATION, BANNER, SCALE
-
     require_matplotlib()
     e = html.escape
     parts = [
@@ -128,7 +161,7 @@ def _img(data_uri: str, alt: str) -> str:
     return f'<figure><img src="{data_uri}" alt="{html.escape(alt)}"></figure>'
 
 
-def _errors_table(report: QualityReport) -> str:
+def _errors_table(report: ReportView) -> str:
     rows = ["<table><tr><th>marginals</th><th>scored</th><th>synthetic mean TVD</th>"
             "<th>baseline mean TVD</th><th>synthetic worst TVD</th></tr>"]
     for k in sorted(report.scores):
@@ -176,7 +209,7 @@ def _ticks(ax: Axes, axis: str, labels: Sequence[str], n: int) -> None:
         ax.set_yticks(where, names, fontsize=8)
 
 
-def _errors_chart(report: QualityReport) -> str:
+def _errors_chart(report: ReportView) -> str:
     ks = sorted(report.scores)
     fig = _figure(5.0, 3.0)
     ax = fig.subplots()
@@ -226,7 +259,7 @@ def _pair_chart(score: MarginalScore, real: np.ndarray, synthetic: np.ndarray,
     return _png(fig)
 
 
-def _association_chart(report: QualityReport) -> str:
+def _association_chart(report: ReportView) -> str:
     import matplotlib
 
     d = len(report.attributes)

@@ -16,7 +16,12 @@ import numpy as np
 from fastmwem.data.dataset import Dataset
 from fastmwem.data.domain import Domain
 from fastmwem.quality._scores import (
+    ASSOCIATION,
+    BANNER,
     DEFAULT_MAX_MARGINALS,
+    INDEPENDENT,
+    SCALE,
+    MarginalScore,
     cramers_v,
     independent_table,
     marginal_plan,
@@ -31,30 +36,11 @@ if TYPE_CHECKING:
 
 __all__ = ["MarginalScore", "QualityReport", "quality_report"]
 
-#: What the report's distances are, in words.
-SCALE = ("total variation distance (TVD): half the L1 distance between normalised marginals, "
-         "0 = identical, 1 = disjoint (L1 runs from 0 to 2)")
-#: What the association matrices hold, in words.
-ASSOCIATION = ("Cramer's V between the binned columns (the schema's bins and categories): "
-               "0 = independent, 1 = one column determines the other")
-INDEPENDENT = ("independent columns: the product of the synthetic data's own 1-way marginals "
-               "(what the same budget buys without correlations; no extra budget)")
-BANNER = "NOT PRIVATE: computed from the real data"
-
 # Below this mean 2-way TVD of the baseline, the real columns are called close to independent:
 # a share of so little structure says nothing.
 _NEAR_INDEPENDENT = 0.01
 # Columns with more values than this get no text labels (their charts show positions).
 _MAX_LABELS = 1000
-
-
-@dataclasses.dataclass(frozen=True)
-class MarginalScore:
-    """The distance of one marginal of the synthetic data (and the baseline) to the real one."""
-
-    attributes: tuple[str, ...]
-    tvd: float
-    baseline_tvd: float
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

@@ -5,6 +5,7 @@ Everything here reads the real data and is NOT differentially private.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from collections.abc import Iterable, Sequence
@@ -13,7 +14,7 @@ import numpy as np
 
 from fastmwem.data.domain import Domain, check_dense
 
-__all__ = ["DEFAULT_MAX_MARGINALS", "MarginalCounts", "cramers_v", "independent_answers",
+__all__ = ["SCALE", "ASSOCIATION", "INDEPENDENT", "BANNER", "MarginalScore", "DEFAULT_MAX_MARGINALS", "MarginalCounts", "cramers_v", "independent_answers",
            "independent_table", "marginal_plan", "total_variation"]
 
 #: The most 2-way (and 3-way) marginals a report scores by default.
@@ -28,6 +29,26 @@ _MAX_TABLE_CELLS = 2**20
 _MAX_TWO_WAY_CELLS = 2**23
 # 3-way marginals are scored only when all of them together have at most this many cells.
 _MAX_THREE_WAY_CELLS = 2**22
+
+
+#: What the report's distances are, in words.
+SCALE = ("total variation distance (TVD): half the L1 distance between normalised marginals, "
+         "0 = identical, 1 = disjoint (L1 runs from 0 to 2)")
+#: What the association matrices hold, in words.
+ASSOCIATION = ("Cramer's V between the binned columns (the schema's bins and categories): "
+               "0 = independent, 1 = one column determines the other")
+INDEPENDENT = ("independent columns: the product of the synthetic data's own 1-way marginals "
+               "(what the same budget buys without correlations; no extra budget)")
+BANNER = "NOT PRIVATE: computed from the real data"
+
+
+@dataclasses.dataclass(frozen=True)
+class MarginalScore:
+    """The distance of one marginal of the synthetic data (and the baseline) to the real one."""
+
+    attributes: tuple[str, ...]
+    tvd: float
+    baseline_tvd: float
 
 
 def total_variation(real: np.ndarray, synthetic: np.ndarray) -> float:
