@@ -16,6 +16,16 @@ from fastmwem.release.pmw import Answer, PMWSession, SessionExhaustedError
 
 __version__ = "0.1.0"
 
+
+def __getattr__(name: str) -> object:
+    # Loaded on first use: the Synthesizer pulls in the schema drafting and the workloads.
+    if name == "Synthesizer":
+        from fastmwem.synthesizer import Synthesizer
+
+        return Synthesizer
+    raise AttributeError(f"module 'fastmwem' has no attribute {name!r}")
+
+
 __all__ = [
     "Accountant",
     "ApproxDP",
@@ -31,6 +41,7 @@ __all__ = [
     "PMWSession",
     "Answer",
     "SessionExhaustedError",
+    "Synthesizer",
     "LPResult",
     "ScalarNeighbors",
     "ConstraintNeighbors",

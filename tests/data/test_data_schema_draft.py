@@ -219,10 +219,10 @@ def test_a_zcdp_budget_charges_bounded_range_levels(table):
 
 def test_bounds_give_the_grid(table):
     plans = {p.name: p for p in plan_columns(table, bounds={"n": (0, 4), "x": (0, 100)})}
-    np.testing.assert_array_equal(plans["n"].grid, [0, 1, 2, 3, 4])
+    np.testing.assert_array_equal(plans["n"].grid, np.arange(-0.5, 4.75, 0.25))
     assert plans["x"].grid[0] == 0 and plans["x"].grid[-1] == 100
     schema = draft_schema(table[["n"]], epsilon=5.0, rng=0, bounds={"n": (0, 4)})
-    assert schema["n"].lower >= 0 and schema["n"].upper <= 4
+    assert schema["n"].edges == (0, 1, 2, 3, 4, 5)  # every value its own bin, none outside
 
 
 @pytest.mark.parametrize("kwargs, error, message", [
@@ -248,6 +248,13 @@ def test_a_column_declared_without_gaps_that_has_them_is_refused_by_name(table):
         draft_schema(table, epsilon=1.0, delta=1e-6, accountant=acc, missing={"x": False})
     assert str(int(table["x"].isna().sum())) not in str(info.value)
     assert acc.ledger == ()
+
+
+def test_a_text_column_without_a_stable_label_encodes_as_other(table):
+    # every label is below the threshold at this epsilon: the spec still encodes every cell
+    schema = draft_schema(table[["c"]].iloc[:50], epsilon=0.01, delta=1e-9, rng=0)
+    assert schema["c"] == Categorical("c", ["other"], other="other", missing=True)
+    assert schema.encode(table[["c"]].iloc[:50]).histogram().tolist() == [50, 0]
 
 
 def test_the_drafted_schema_survives_json(table, tmp_path):

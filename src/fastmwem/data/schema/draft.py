@@ -57,8 +57,10 @@ from fastmwem.random import RNGLike, make_rng
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["draft_schema", "plan_columns", "ColumnDraft", "UndeclaredCategoriesError",
-           "private_quantile", "quantile_utilities", "private_cuts", "stable_categories",
+__all__ = ["draft_schema", "plan_columns", "check_columns", "ColumnDraft",
+           "UndeclaredCategoriesError", "float_within",
+           "private_quantile", "quantile_utilities", "private_cuts", "jittered",
+           "edges_from_cuts", "stable_categories",
            "stability_threshold", "FLOAT_GRID", "INTEGER_GRID", "DATETIME_RANGE",
            "BOUNDED_GRID_POINTS", "MAX_CATEGORIES"]
 
@@ -66,14 +68,16 @@ __all__ = ["draft_schema", "plan_columns", "ColumnDraft", "UndeclaredCategoriesE
 #: (128 points per decade, neighbours 1.8% apart). Values beyond are clipped.
 FLOAT_GRID = np.concatenate([-np.logspace(15, -6, 21 * 128 + 1), [0.0],
                              np.logspace(-6, 15, 21 * 128 + 1)])
-#: The default grid of integer columns: every integer in -10**4 .. 10**4, then +-10**(k/128)
-#: rounded, up to 10**15 (clipped further to the dtype's range).
+#: The default grid of integer columns: every quarter in -10**4 .. 10**4 (cuts between and
+#: through the integers, whose values :func:`jittered` spreads), then +-10**(k/128) rounded,
+#: up to 10**15 (clipped further to the dtype's range).
 INTEGER_GRID = np.unique(np.concatenate([
-    np.arange(-10**4, 10**4 + 1, dtype=np.float64),
+    np.arange(-10**4, 10**4 + 0.25, 0.25),
     *(s * np.round(np.logspace(4, 15, 11 * 128 + 1)) for s in (-1.0, 1.0))]))
 #: The default public range of datetime columns (UTC), on a grid of one point per day.
 DATETIME_RANGE = ("1900-01-01", "2100-01-01")
-#: Points of the grid over a declared ``bounds=`` range (every integer, if fewer).
+#: Points of the grid over a declared ``bounds=`` range (for an integer column, every quarter
+#: from ``lower - 1/2`` to ``upper + 1/2`` if there are fewer).
 BOUNDED_GRID_POINTS = 2**16 + 1
 #: Most categories a text column keeps (those with the largest noisy counts).
 MAX_CATEGORIES = 64
@@ -206,9 +210,9 @@ def _grid(name: str, kind: str, dtype: object, bounds: Sequence[object] | None) 
     if kind == "integer":
         if max(-lo, hi) > MAX_EXACT_INT:
             raise ValueError(f"bounds= of {name!r} must lie within +-(2**53 - 1)")
-        if hi - lo + 1 <= BOUNDED_GRID_POINTS:
-            return np.arange(lo, hi + 1)
-        return np.unique(np.round(np.linspace(lo, hi, BOUNDED_GRID_POINTS)))
+        if 4 * (hi - lo + 1) + 1 <= BOUNDED_GRID_POINTS:  # cuts from below lo to above hi
+            return np.arange(lo - 0.5, hi + 0.75, 0.25)
+        return np.unique(np.round(np.linspace(lo, hi + 1, BOUNDED_GRID_POINTS)))
     return np.linspace(lo, hi, BOUNDED_GRID_POINTS)
 
 
@@ -326,9 +330,25 @@ def _search_range(grid: np.ndarray, cuts: np.ndarray, known: list[int], a: int, 
     return lo, hi
 
 
+def jittered(values: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Whole numbers spread uniformly over ``[v - 1/2, v + 1/2)``, so that ties split.
+
+    On tied values the relative quantiles of :func:`private_cuts` go wrong: the records below
+    a cut that sits on a tie exclude the tie, so a side can be empty and its cuts fall anywhere.
+    Each record moves by its own independent draw, so two neighbouring tables stay neighbours
+    under the coupling that moves their common records alike: the privacy of the cuts is
+    unchanged. The integer grids hold quarters, so that a cut can fall inside a tie.
+    """
+    return values + (rng.random(values.size) - 0.5)
+
+
 def edges_from_cuts(cuts: np.ndarray, grid: np.ndarray, integer: bool) -> list[float]:
     """Bin edges from private cuts (post-processing): the distinct cuts, and outer bounds one
-    neighbouring bin's width beyond them, within the grid (one past its end for integers)."""
+    neighbouring bin's width beyond them, within the grid.
+    Integer cuts are rounded up first: a cut in ``(k - 1/2, k]`` leaves at least half of the
+    jittered ``k`` above it, and becomes the edge ``k``."""
+    if integer:
+        cuts, grid = np.ceil(cuts), np.unique(np.ceil(grid))
     u = np.unique(cuts)
     if u.size >= 2:
         w_lo, w_hi = u[1] - u[0], u[-1] - u[-2]
@@ -336,10 +356,9 @@ def edges_from_cuts(cuts: np.ndarray, grid: np.ndarray, integer: bool) -> list[f
         i = int(np.searchsorted(grid, u[0]))
         w_lo = u[0] - grid[max(i - 1, 0)] if i > 0 else 1.0
         w_hi = grid[min(i + 1, grid.size - 1)] - u[0] if i + 1 < grid.size else 1.0
-    top = grid[-1] + 1 if integer else grid[-1]
-    edges = np.unique([max(u[0] - w_lo, grid[0]), *u, min(u[-1] + w_hi, top)])
+    edges = np.unique([max(u[0] - w_lo, grid[0]), *u, min(u[-1] + w_hi, grid[-1])])
     if edges.size < 2:
-        edges = np.array([grid[0], top])
+        edges = np.array([grid[0], grid[-1]])
     return [float(e) for e in edges]
 
 
@@ -394,7 +413,7 @@ def stable_categories(values: pd.Series, epsilon: float, delta: float,
 # -- budget -----------------------------------------------------------------------------------
 
 
-def _float_within(value: Fraction) -> float:
+def float_within(value: Fraction) -> float:
     """A float whose binary value and shortest decimal both lie at or below ``value``."""
     out = _float_below(value)
     while out > 0 and exact(out, "share") > value:
@@ -417,19 +436,19 @@ def _shares(plans: Sequence[ColumnDraft], bins: int, epsilon: Fraction | None,
         if p.learns == "categories":
             if epsilon is None or delta is None:  # refused by draft_schema already
                 raise ValueError("text columns need an (epsilon, delta) budget")
-            eps = _float_within(epsilon / len(learning))
-            d = _float_within(delta / len(texts))
+            eps = float_within(epsilon / len(learning))
+            d = float_within(delta / len(texts))
             events.append((ApproxDP(Fraction(eps), Fraction(d)),
                            f"draft {p.name!r}: categories (stability histogram)"))
             params[p.name] = (eps, d)
             continue
         if rho is not None:  # levels * eps**2 / 8 <= rho / columns
             share = rho / len(learning) / levels
-            eps = _float_within(Fraction(math.sqrt(8 * float(share))))
+            eps = float_within(Fraction(math.sqrt(8 * float(share))))
             while eps > 0 and Fraction(eps) ** 2 / 8 > share:
                 eps = math.nextafter(eps, 0.0)
         elif epsilon is not None:
-            eps = _float_within(epsilon / len(learning) / levels)
+            eps = float_within(epsilon / len(learning) / levels)
         else:
             raise ValueError("the draft needs a budget")
         if eps <= 0:
@@ -488,8 +507,8 @@ def draft_schema(df: pd.DataFrame, *, epsilon: float | None = None, delta: float
         accountant: charged with the draft's events (it must be able to price them: an
             ``(epsilon, delta)`` accountant for text columns, a zCDP one for ``rho``).
         bounds: public ``(lower, upper)`` per number or datetime column: the grid of
-            candidate cuts is then ``BOUNDED_GRID_POINTS`` points over it (every integer, for
-            an integer column with fewer). Default: :data:`FLOAT_GRID`, :data:`INTEGER_GRID`
+            candidate cuts is then ``BOUNDED_GRID_POINTS`` points over it (every quarter
+            around the integers, for an integer column with fewer). Default: :data:`FLOAT_GRID`, :data:`INTEGER_GRID`
             (within the dtype's range) or one point per day over :data:`DATETIME_RANGE`.
         categories: public labels per column (a declared categorical column costs nothing).
         missing: public override of the missing flag per column (default: from the dtype).
@@ -518,8 +537,7 @@ def draft_schema(df: pd.DataFrame, *, epsilon: float | None = None, delta: float
             f"columns {texts} hold text: which labels occur cannot be learnt under pure DP or "
             "zCDP (it needs delta > 0, for a stability-based histogram); declare them with "
             "categories={name: [labels]}, or give delta", texts)
-    for p in plans:
-        _check_column(df[p.name], p)
+    check_columns(df, plans)
     events, params = _shares(plans, k, eps, d, r)
     generator = make_rng(rng)
     if accountant is None:
@@ -537,6 +555,8 @@ def draft_schema(df: pd.DataFrame, *, epsilon: float | None = None, delta: float
             specs.append(_categorical(p, labels))
         elif p.grid is not None:
             values = _numbers(column, p.kind)
+            if p.kind == "integer":
+                values = jittered(values, generator)
             cuts = private_cuts(values, p.grid, k, params[p.name][0], generator)
             edges = edges_from_cuts(cuts, p.grid, p.kind == "integer")
             if p.kind == "integer":
@@ -557,13 +577,21 @@ def _categorical(plan: ColumnDraft, labels: list[Label]) -> Categorical:
         other += "_"
     if plan.kind == "bool":
         return Categorical(plan.name, labels, missing=plan.missing)
-    if not labels:
-        return Categorical(plan.name, [other], missing=plan.missing)
+    if not labels:  # nothing passed the threshold: every value is "other"
+        return Categorical(plan.name, [other], other=other, missing=plan.missing)
     return Categorical(plan.name, labels, other=other, missing=plan.missing)
 
 
+def check_columns(df: pd.DataFrame, plans: Sequence[ColumnDraft]) -> None:
+    """Refuse, before any charge, a column its drafted spec could not encode or count.
+
+    A refusal names the column and the rule only.
+    """
+    for plan in plans:
+        _check_column(df[plan.name], plan)
+
+
 def _check_column(column: pd.Series, plan: ColumnDraft) -> None:
-    """Refuse, before any charge, a column the drafted spec could not encode or count."""
     if not plan.missing and column.isna().any():
         raise ValueError(f"column {plan.name!r} has missing values but missing= declares it "
                          "has none; set missing={" + repr(plan.name) + ": True}")
