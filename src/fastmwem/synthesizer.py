@@ -3,9 +3,11 @@
 >>> import numpy as np, pandas as pd
 >>> rng = np.random.default_rng(0)
 >>> df = pd.DataFrame({"x": rng.normal(50, 10, 2000), "n": rng.integers(0, 5, 2000)})
->>> synth = Synthesizer(epsilon=2.0, rng=1).fit(df)  # doctest: +SKIP
->>> synth.sample(5).dtypes.tolist()  # doctest: +SKIP
+>>> synth = Synthesizer(epsilon=2.0, rng=1).fit(df)  # a seed: for tests, not private
+>>> synth.sample(5).dtypes.tolist()
 [dtype('float64'), dtype('int64')]
+>>> synth.report()["guarantee"]
+{'definition': 'pure', 'epsilon': 2.0}
 """
 
 from __future__ import annotations
@@ -48,9 +50,10 @@ if TYPE_CHECKING:
 __all__ = ["Synthesizer", "DENSE_CELLS"]
 
 #: Above this many cells the Synthesizer fits a junction tree rather than a dense histogram
-#: (unless ``model`` is given): MW passes over a dense histogram of 8.9 million cells (palmer
-#: penguins drafted at 16 bins) took 200 s; the junction tree, a few seconds.
-DENSE_CELLS = 2**20
+#: (unless ``model`` is given). Measured at epsilon 1 on 20,000 rows (7 columns drafted to
+#: 323,680 cells): the dense final fit took 32 s, the junction tree 4.6 s (x-y correlation
+#: 0.93); MW passes over 8.9 million dense cells (palmer penguins at 16 bins) took 200 s.
+DENSE_CELLS = 2**18
 
 # Keywords of mwem_with_defaults that the Synthesizer sets itself.
 _RESERVED = ("epsilon", "delta", "rho", "privacy", "accountant", "rng", "schema")
@@ -217,9 +220,17 @@ class Synthesizer:
         order and dtypes: integers stay integers (nullable ``Int64``-like when they may be
         missing), datetimes datetimes, booleans booleans; missing values appear at the
         model's rate. Post-processing: no budget is spent."""
-        result, schema = self._fitted()
+        result, _ = self._fitted()
         codes = result.sample(n, rng=self._sampling_rng, decode=False, sampling=sampling)
-        frame = schema.decode(codes, numeric=self.numeric, rng=self._sampling_rng)
+        return self.decode(codes)
+
+    def decode(self, codes: pd.DataFrame | np.ndarray, *,
+               rng: RNGLike = None) -> pd.DataFrame:
+        """Records of codes over the schema's domain as the table's columns and dtypes (as
+        :meth:`sample` gives them; ``rng`` defaults to the fit's sampling stream)."""
+        _, schema = self._fitted()
+        generator = self._sampling_rng if rng is None else make_rng(rng)
+        frame = schema.decode(codes, numeric=self.numeric, rng=generator)
         return _restore(frame, self._dtypes)
 
     def fit_sample(self, df: pd.DataFrame, n: int | None = None) -> pd.DataFrame:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from fastmwem.cli import CLIError, print_warning, warn_seeded
-from fastmwem.cli._io import free_disk_bytes, staged_outputs
+from fastmwem.cli._io import check_files, free_disk_bytes, staged_outputs
 from fastmwem.cli._sources import (
     Source,
     add_source_arguments,
@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from fastmwem.data.schema import Schema
+    from fastmwem.synthesizer import Synthesizer
 
 __all__ = ["register"]
 
@@ -63,10 +64,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "synth",
         help="private synthetic data with MWEM",
         description=(
-            "Fit MWEM to a CSV of integer codes (with --domain) or raw values (with --schema) "
-            "and write synthetic records. Pure epsilon-DP (default) or, with --privacy zcdp "
-            "--delta D, zero-concentrated DP that implies (epsilon, D)-DP; add/remove-one-record "
-            "neighbours."
+            "Fit MWEM to a CSV of integer codes (with --domain) or raw values (with --schema, "
+            "or with neither: a schema is then drafted privately from the data with "
+            "--draft-fraction of the budget) and write synthetic records. Pure epsilon-DP "
+            "(default) or, with --delta D, zero-concentrated DP that implies (epsilon, D)-DP "
+            "(with a drafted schema: (epsilon, D)-DP in all); add/remove-one-record neighbours."
         ),
     )
     parser.add_argument("input", nargs="?",
@@ -77,13 +79,25 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     source.add_argument("--domain", help='domain JSON {"column": size}; the CSV holds codes')
     source.add_argument("--schema", help="schema JSON declaring categories and numeric bins")
     parser.add_argument("--epsilon", type=float, required=True, help="total privacy budget")
-    parser.add_argument("--privacy", choices=["pure", "zcdp"], default="pure",
-                        help="pure: epsilon-DP with Laplace noise (default); zcdp: zCDP with "
-                             "discrete Gaussian noise, spending the largest rho that gives "
-                             "(epsilon, --delta)-DP")
+    parser.add_argument("--privacy", choices=["pure", "zcdp"], default=None,
+                        help="pure: epsilon-DP with Laplace noise (the default without "
+                             "--delta); zcdp: zCDP with discrete Gaussian noise, spending the "
+                             "largest rho that gives (epsilon, --delta)-DP (the default with "
+                             "--delta)")
     parser.add_argument("--delta", type=float, default=None,
-                        help="delta of the (epsilon, delta)-DP guarantee of --privacy zcdp, in "
-                             "(0, 1)")
+                        help="delta of the (epsilon, delta)-DP guarantee, in (0, 1): selects "
+                             "--privacy zcdp, and lets a drafted schema learn text columns' "
+                             "labels")
+    parser.add_argument("--draft-fraction", type=float, default=0.1,
+                        help="without --schema or --domain: the share of the budget that "
+                             "drafts the schema (default 0.1)")
+    parser.add_argument("--bins", type=int, default=16,
+                        help="without --schema or --domain: bins of each number column of "
+                             "the drafted schema (default 16; fewer where values repeat)")
+    parser.add_argument("--numeric", choices=["uniform", "midpoint"], default="uniform",
+                        help="how a sampled number bin is written: a uniform draw inside it "
+                             "(whole numbers among its whole numbers; default) or its "
+                             "midpoint")
     parser.add_argument("--out", required=True,
                         help="output CSV (or .parquet) of synthetic records")
     parser.add_argument("--workload", default=None, help=WORKLOAD_HELP)
@@ -176,6 +190,9 @@ class SynthRequest:
     seed: int | None
     evaluate: bool
     progress: bool
+    numeric: str = "uniform"
+    draft_fraction: float = 0.1
+    bins: int = 16
 
     @property
     def budget(self) -> dict[str, Any]:
@@ -185,6 +202,8 @@ class SynthRequest:
 
 def _request(args: argparse.Namespace) -> SynthRequest:
     """The command line, checked whole before any file is read or any budget is spent."""
+    if args.privacy is None:
+        args.privacy = "pure" if args.delta is None else "zcdp"
     _check_numbers(args)
     given = {} if args.reuse_passes is None else {"reuse_passes": args.reuse_passes}
     options = {**given, "init": args.init, "output": args.output,
@@ -198,7 +217,8 @@ def _request(args: argparse.Namespace) -> SynthRequest:
         epsilon=args.epsilon, privacy=args.privacy, delta=args.delta, definition=definition,
         workload=args.workload, rounds=args.rounds, options=options, rows=args.rows,
         sampling=args.sampling, seed=args.seed, evaluate=args.evaluate,
-        progress=sys.stderr.isatty() if args.progress is None else args.progress)
+        progress=sys.stderr.isatty() if args.progress is None else args.progress,
+        numeric=args.numeric, draft_fraction=args.draft_fraction, bins=args.bins)
 
 
 def _check_numbers(args: argparse.Namespace) -> None:
@@ -209,14 +229,18 @@ def _check_numbers(args: argparse.Namespace) -> None:
     _check_privacy(args)
     if args.seed is not None and args.seed < 0:
         raise CLIError("--seed must be a non-negative integer")
+    if not 0 < args.draft_fraction < 1:
+        raise CLIError(f"--draft-fraction must lie in (0, 1), got {args.draft_fraction}")
+    if args.bins < 2:
+        raise CLIError(f"--bins must be >= 2, got {args.bins}")
 
 
 def _check_privacy(args: argparse.Namespace) -> None:
     """Refuse a privacy definition and delta that do not go together (before any budget)."""
     if args.privacy == "pure":
         if args.delta is not None:
-            raise CLIError("--delta is for --privacy zcdp; a pure-DP run (the default) takes "
-                           "--epsilon only")
+            raise CLIError("--delta is for --privacy zcdp (its default); a --privacy pure run "
+                           "takes --epsilon only")
         return
     if args.delta is None:
         raise CLIError("--privacy zcdp needs --delta (the delta of the (epsilon, delta)-DP "
@@ -260,16 +284,38 @@ def _bytes(n: int) -> str:
     return f"{value:,.1f} PB"
 
 
+@dataclasses.dataclass
+class _Fitted:
+    """A fitted run: MWEM's result, its workload's spec, and (drafting) the Synthesizer."""
+
+    result: MWEMResult
+    spec: str
+    workload: LinearWorkload
+    dataset: MarginalSource | None = None
+    synth: Synthesizer | None = None
+    frame: pd.DataFrame | None = None
+    dates: tuple[str, ...] = ()
+
+    def data(self) -> MarginalSource:
+        """The private data as codes (a drafted run encodes its table on demand)."""
+        if self.dataset is None:
+            if self.synth is None or self.synth.schema is None or self.frame is None:
+                raise RuntimeError("no data")  # a run has one or the other
+            self.dataset = self.synth.schema.encode(self.frame)
+        return self.dataset
+
+
 def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     request = _request(args)
-    dataset, schema = open_input(request.source, {"--out": request.out, "--report": request.report})
     # One seed, three independent streams: the public workload's draw does not move with the
     # noise (whose length depends on epsilon), nor the records with either.
     workload_rng, noise_rng, sampling_rng = split_seed(request.seed)
-    spec = default_workload_spec(dataset.domain) if request.workload is None else request.workload
-    workload = parse_workload(spec, dataset.domain, seed=workload_rng)
-    result = _release(request, dataset, workload, schema, noise_rng)
+    if request.source.draft:
+        fitted = _fit_drafted(request, noise_rng)
+    else:
+        fitted = _fit_declared(request, workload_rng, noise_rng)
+    result, spec, workload = fitted.result, fitted.spec, fitted.workload
     choices = cast(MWEMChoices, result.choices)  # always set by mwem_with_defaults
     if request.seed is not None:
         warn_seeded("synth", '; the report says "private": false' if request.report else "")
@@ -284,22 +330,20 @@ def run(args: argparse.Namespace) -> int:
               "to the model (matching costs about 44 s per 10^6 rows); give --sampling matched "
               "to match them anyway", file=sys.stderr)
     # The model is scored first; the records written are counted as they pass (decoded after).
-    scored = _evaluate(dataset, result, workload) if request.evaluate else None
+    scored = _evaluate(fitted.data(), result, workload) if request.evaluate else None
     evaluation = None if scored is None else scored[0]
     counted = RecordCounts(workload) if request.evaluate else None
-    blocks = result.sample_chunks(rows, rng=sampling_rng,
-                                  sampling=sampling, decode=counted is None)
+    blocks = result.sample_chunks(rows, rng=sampling_rng, sampling=sampling, decode=False)
     if request.progress:
         blocks = _with_progress(blocks, rows)
-    if counted is not None:
-        blocks = _counting(blocks, counted, result)
+    blocks = _decoded(blocks, counted, fitted, request.numeric, sampling_rng)
     with staged_outputs() as outputs:
         outputs.write_records(blocks, request.out, "--out")
         if scored is not None:
             evaluation = {**scored[0], **_records_error(scored[1], counted, workload)}
         if request.report:
             outputs.write_json(
-                _report(request, spec, result, choices, rows, sampling, evaluation),
+                _report(request, spec, fitted, choices, rows, sampling, evaluation),
                 request.report, "--report")
     elapsed = time.perf_counter() - started
     if result.updates_skipped:
@@ -314,6 +358,62 @@ def run(args: argparse.Namespace) -> int:
         print("NOT PRIVATE evaluation against the real data: "
               + ", ".join(f"{k}={v:.4g}" for k, v in evaluation.items()), file=sys.stderr)
     return 0
+
+
+def _fit_declared(request: SynthRequest, workload_rng: np.random.Generator,
+                  noise_rng: np.random.Generator) -> _Fitted:
+    """MWEM on INPUT as --domain or --schema declares it (or the demo)."""
+    dataset, schema = open_input(request.source,
+                                 {"--out": request.out, "--report": request.report})
+    spec = default_workload_spec(dataset.domain) if request.workload is None else request.workload
+    workload = parse_workload(spec, dataset.domain, seed=workload_rng)
+    result = _release(request, dataset, workload, schema, noise_rng)
+    return _Fitted(result, spec, workload, dataset=dataset)
+
+
+def _fit_drafted(request: SynthRequest, noise_rng: np.random.Generator) -> _Fitted:
+    """A schema drafted privately from INPUT, then MWEM with the rest of the budget.
+
+    The workload's random draws (ranges, counting queries) come from the noise's stream: the
+    domain they are drawn over is known only once the schema is drafted.
+    """
+    from fastmwem.cli._raw import DRAFT_NOTE, read_raw_table, undeclared_text_message
+    from fastmwem.data.schema.draft import UndeclaredCategoriesError
+    from fastmwem.synthesizer import Synthesizer
+
+    source = request.source
+    check_files(source.files(), {"--out": request.out, "--report": request.report})
+    frame, dates = read_raw_table(str(source.input))
+    made: list[Synthesizer] = []  # the callback below runs once the Synthesizer exists
+    synth = Synthesizer(
+        request.epsilon, request.delta, privacy=request.privacy,
+        draft_fraction=request.draft_fraction, rng=noise_rng, bins=request.bins,
+        workload=request.workload, numeric=request.numeric, rounds=request.rounds,
+        progress=request.progress, before_rounds=lambda total: _check_rows(request, made[0], total),
+        **request.options)
+    made.append(synth)
+    print(f"fastmwem synth: note: no --schema or --domain: drafting a schema privately from "
+          f"INPUT with {request.draft_fraction:g} of the budget ({DRAFT_NOTE}); "
+          "`fastmwem schema draft` writes one to edit", file=sys.stderr)
+    try:
+        synth.fit(frame)
+    except UndeclaredCategoriesError as exc:
+        raise CLIError(undeclared_text_message(exc.columns)) from None
+    result = cast(MWEMResult, synth.result)
+    spec = request.workload or default_workload_spec(result.domain)
+    return _Fitted(result, spec, result.workload, synth=synth, frame=frame, dates=dates)
+
+
+def _check_rows(request: SynthRequest, synth: Synthesizer, total: float) -> None:
+    """A drafted run's disk check, once the schema (the row width) and the count are out."""
+    schema = cast("Schema", synth.schema)  # drafted by now
+    row_bytes = _row_bytes(schema.domain, schema)
+    if request.rows is not None:
+        _check_disk(request.rows, row_bytes, request.out, f"--rows {request.rows}")
+    else:
+        _check_disk(_rows(total), row_bytes, request.out,
+                    f"the noisy record count ({_rows(total):,} rows; the draft's and the "
+                    "count's shares of epsilon are spent, nothing else; give --rows)")
 
 
 def _release(request: SynthRequest, dataset: MarginalSource, workload: LinearWorkload,
@@ -339,6 +439,9 @@ def _release(request: SynthRequest, dataset: MarginalSource, workload: LinearWor
 def _guarantee(request: SynthRequest) -> str:
     if request.delta is None:  # pure DP (a zCDP run needs --delta)
         return f"epsilon={request.epsilon}"
+    if request.source.draft:
+        return (f"(epsilon={request.epsilon}, delta={request.delta:g})-DP: a drafted schema and "
+                "MWEM under zCDP")
     return f"zCDP giving (epsilon={request.epsilon}, delta={request.delta:g})-DP"
 
 
@@ -373,11 +476,23 @@ def _with_progress(blocks: Iterator[pd.DataFrame], rows: int) -> Iterator[pd.Dat
             bar.update(len(block))
 
 
-def _report(request: SynthRequest, spec: str, result: MWEMResult, choices: MWEMChoices,
+def _report(request: SynthRequest, spec: str, fitted: _Fitted, choices: MWEMChoices,
             rows: int, sampling: str, evaluation: dict[str, float] | None
             ) -> dict[str, object]:
-    """The run's report; it never holds the seed (only whether there was one)."""
-    report = result.report()
+    """The run's report; it never holds the seed (only whether there was one).
+
+    A drafted run's ``privacy`` is the whole run's guarantee and ledger (the draft's and
+    MWEM's charges), with MWEM's own record under ``privacy.mwem``, and ``schema`` the
+    drafted schema."""
+    report = fitted.result.report()
+    if fitted.synth is not None:
+        overall = fitted.synth.report()
+        report["privacy"] = {**cast("dict[str, object]", overall["guarantee"]),
+                             "ledger": overall["ledger"],
+                             **({"zcdp_ledger": overall["zcdp_ledger"]}
+                                if "zcdp_ledger" in overall else {}),
+                             "mwem": report["privacy"]}
+        report["schema"] = overall["schema"]
     source = request.source
     report["command"] = {
         "input": "bundled:nltcs" if source.demo else os.path.basename(str(source.input)),
@@ -391,6 +506,10 @@ def _report(request: SynthRequest, spec: str, result: MWEMResult, choices: MWEMC
         "rounds_ceiling": choices.rounds_ceiling,
         "candidates": choices.candidates,
         "noise_test": choices.noise_test,
+        "schema": "drafted" if source.draft else "given" if source.schema else None,
+        **({"draft_fraction": request.draft_fraction, "bins": request.bins}
+           if source.draft else {}),
+        "numeric": request.numeric,
         "rows_written": rows,
         "rows_chosen": _chosen(request.rows),
         "sampling": sampling,
@@ -427,12 +546,23 @@ def _evaluate(dataset: MarginalSource, result: MWEMResult, workload: LinearWorkl
     return evaluation, workload.answer(true_hist) / max(float(true_hist.sum()), 1.0)
 
 
-def _counting(blocks: Iterator[pd.DataFrame], counted: RecordCounts, result: MWEMResult
-              ) -> Iterator[pd.DataFrame]:
-    """Count each block of codes, then pass it on decoded as ``sample_chunks`` would have."""
+def _decoded(blocks: Iterator[pd.DataFrame], counted: RecordCounts | None, fitted: _Fitted,
+             numeric: str, rng: np.random.Generator) -> Iterator[pd.DataFrame]:
+    """Each block of codes counted (for --evaluate), then decoded: by the drafted table's
+    dtypes, by the schema (numbers as --numeric says), or left as codes."""
+    schema = fitted.result.schema
     for frame in blocks:
-        counted.add(frame.to_numpy())
-        yield frame if result.schema is None else result.schema.decode(frame)
+        if counted is not None:
+            counted.add(frame.to_numpy())
+        if fitted.synth is not None:
+            decoded = fitted.synth.decode(frame, rng=rng)
+            for name in fitted.dates:  # dates without a time are written as dates
+                decoded[name] = decoded[name].dt.floor("D")
+            yield decoded
+        elif schema is not None:
+            yield schema.decode(frame, numeric=numeric, rng=rng)
+        else:
+            yield frame
 
 
 def _records_error(true: np.ndarray, counted: RecordCounts | None, workload: LinearWorkload

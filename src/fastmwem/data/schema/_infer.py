@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from fastmwem.data.schema._columns import Categorical, ColumnSpec, Integer, Numeric
-from fastmwem.data.schema._values import check_label
+from fastmwem.data.schema._values import check_label, datetime_seconds
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -43,6 +43,8 @@ def infer_specs(df: pd.DataFrame, bins: int) -> list[ColumnSpec]:
         gaps = bool(df[name].isna().any())
         col = df[name].dropna()
         dtype = col.dtype
+        if pd.api.types.is_datetime64_any_dtype(dtype):  # as Numeric encodes it: epoch seconds
+            col, dtype = datetime_seconds(col), np.dtype(np.float64)
         if pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype):
             x = col.to_numpy(dtype=np.float64)
             finite = x[np.isfinite(x)]
