@@ -40,10 +40,14 @@ from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
-from fastmwem.accounting import Accountant, ApproxDP, BoundedRange, PrivacyEvent, exact
-from fastmwem.accounting import float_below as _float_below
+from fastmwem.accounting import Accountant
 from fastmwem.data.io.checks import check_frame
 from fastmwem.data.schema import Categorical, ColumnSpec, Integer, Numeric, Schema
+from fastmwem.data.schema._draft_budget import (
+    draft_budget,
+    draft_events,
+    float_within,
+)
 from fastmwem.data.schema._values import (
     MAX_EXACT_INT,
     Label,
@@ -261,11 +265,6 @@ def private_quantile(sorted_values: np.ndarray, grid: np.ndarray, q: float, epsi
     return ExponentialMechanism(epsilon=epsilon, sensitivity=1.0).select(scores, rng=rng)
 
 
-def cut_levels(bins: int) -> int:
-    """The levels of :func:`private_cuts` for ``bins`` bins (``bins - 1`` cuts)."""
-    return max(1, math.ceil(math.log2(bins)))
-
-
 #: How far beyond the released cuts an outermost cut may lie, in units of the spread of the
 #: released cuts next to it (see :func:`private_cuts`).
 SPREAD_FACTOR = 4
@@ -410,75 +409,6 @@ def stable_categories(values: pd.Series, epsilon: float, delta: float,
     return sorted(labels, key=lambda v: (type(v).__name__, str(v)))
 
 
-# -- budget -----------------------------------------------------------------------------------
-
-
-def float_within(value: Fraction) -> float:
-    """A float whose binary value and shortest decimal both lie at or below ``value``."""
-    out = _float_below(value)
-    while out > 0 and exact(out, "share") > value:
-        out = math.nextafter(out, 0.0)
-    return out
-
-
-def _shares(plans: Sequence[ColumnDraft], bins: int, epsilon: Fraction | None,
-            delta: Fraction | None, rho: Fraction | None
-            ) -> tuple[list[tuple[PrivacyEvent, str]], dict[str, tuple[float, float]]]:
-    """The charges of the draft, and each learning column's (epsilon, delta) per mechanism."""
-    learning = [p for p in plans if p.learns]
-    texts = [p for p in learning if p.learns == "categories"]
-    events: list[tuple[PrivacyEvent, str]] = []
-    params: dict[str, tuple[float, float]] = {}
-    if not learning:
-        return events, params
-    levels = cut_levels(bins)
-    for p in learning:
-        if p.learns == "categories":
-            if epsilon is None or delta is None:  # refused by draft_schema already
-                raise ValueError("text columns need an (epsilon, delta) budget")
-            eps = float_within(epsilon / len(learning))
-            d = float_within(delta / len(texts))
-            events.append((ApproxDP(Fraction(eps), Fraction(d)),
-                           f"draft {p.name!r}: categories (stability histogram)"))
-            params[p.name] = (eps, d)
-            continue
-        if rho is not None:  # levels * eps**2 / 8 <= rho / columns
-            share = rho / len(learning) / levels
-            eps = float_within(Fraction(math.sqrt(8 * float(share))))
-            while eps > 0 and Fraction(eps) ** 2 / 8 > share:
-                eps = math.nextafter(eps, 0.0)
-        elif epsilon is not None:
-            eps = float_within(epsilon / len(learning) / levels)
-        else:
-            raise ValueError("the draft needs a budget")
-        if eps <= 0:
-            raise ValueError("the draft's budget is too small to split among its columns")
-        params[p.name] = (eps, 0.0)
-        events += [(BoundedRange(Fraction(eps)),
-                    f"draft {p.name!r}: quantile cuts, level {i + 1} of {levels} "
-                    "(exponential mechanism)") for i in range(levels)]
-    return events, params
-
-
-def _budget(epsilon: object, delta: object, rho: object
-            ) -> tuple[Fraction | None, Fraction | None, Fraction | None]:
-    if rho is not None:
-        if epsilon is not None or delta is not None:
-            raise ValueError("give draft_schema either rho, or epsilon (and delta), not both")
-        return None, None, exact(rho, "rho")
-    if epsilon is None:
-        raise ValueError("draft_schema needs a budget: epsilon (and delta), or rho")
-    from fastmwem._validation import check_epsilon
-
-    check_epsilon(epsilon)
-    if delta is None:
-        return exact(epsilon, "epsilon"), None, None
-    d = exact(delta, "delta")
-    if not 0 < d < 1:
-        raise ValueError(f"delta must lie in (0, 1), got {float(d)}")
-    return exact(epsilon, "epsilon"), d, None
-
-
 # -- the draft -------------------------------------------------------------------------------
 
 
@@ -521,7 +451,7 @@ def draft_schema(df: pd.DataFrame, *, epsilon: float | None = None, delta: float
             (named by column only), before any charge.
         BudgetExceededError: the accountant cannot afford the draft (nothing is spent).
     """
-    eps, d, r = _budget(epsilon, delta, rho)
+    eps, d, r = draft_budget(epsilon, delta, rho)
     k = check_whole(bins, "bins")
     if k < 2:
         raise ValueError(f"bins must be >= 2, got {k}")
@@ -538,7 +468,7 @@ def draft_schema(df: pd.DataFrame, *, epsilon: float | None = None, delta: float
             "zCDP (it needs delta > 0, for a stability-based histogram); declare them with "
             "categories={name: [labels]}, or give delta", texts)
     check_columns(df, plans)
-    events, params = _shares(plans, k, eps, d, r)
+    events, params = draft_events(plans, k, eps, d, r)
     generator = make_rng(rng)
     if accountant is None:
         accountant = (Accountant(rho=r) if r is not None
