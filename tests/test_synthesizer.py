@@ -136,6 +136,8 @@ def test_sample_before_fit_and_a_second_fit_are_refused(table):
     (dict(epsilon=1, schema="schema.json"), TypeError, "schema must be a Schema"),
     (dict(epsilon=1, rng=-1), ValueError, "non-negative"),
     (dict(epsilon=1, workload=3), TypeError, "workload"),
+    (dict(epsilon=1, bins=1), ValueError, "bins must be >= 2"),
+    (dict(epsilon=1, max_categories=2.5), TypeError, "max_categories must be an integer"),
 ])
 def test_bad_arguments_are_refused_at_construction(kwargs, error, message):
     with pytest.raises(error, match=message):

@@ -137,6 +137,11 @@ class Synthesizer:
             raise TypeError(f"Synthesizer sets {reserved} itself; give the budget as epsilon "
                             "and delta, and a schema as schema=")
         _check_mwem_options(privacy, epsilon, mwem_options)
+        for value, name, least in ((bins, "bins", 2), (max_categories, "max_categories", 1)):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"{name} must be an integer, got {value!r}")
+            if value < least:
+                raise ValueError(f"{name} must be >= {least}, got {value}")
         if rng is not None and not isinstance(rng, np.random.Generator):
             make_rng(rng)  # refuses a bad seed now
         self.epsilon, self.delta, self.privacy = epsilon, delta, privacy
