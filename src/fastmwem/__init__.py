@@ -18,8 +18,10 @@ from fastmwem.release.pmw import Answer, PMWSession, SessionExhaustedError
 
 if TYPE_CHECKING:
     from fastmwem.quality import QualityReport, quality_report
+    from fastmwem.synthesizer import Synthesizer
 
 __version__ = "0.1.0"
+
 
 __all__ = [
     "Accountant",
@@ -36,6 +38,7 @@ __all__ = [
     "PMWSession",
     "Answer",
     "SessionExhaustedError",
+    "Synthesizer",
     "LPResult",
     "ScalarNeighbors",
     "ConstraintNeighbors",
@@ -47,8 +50,10 @@ __all__ = [
     "quality_report",
 ]
 
-# Loaded on first use (``fastmwem.quality_report``), so that ``import fastmwem`` stays light.
-_LAZY = {"QualityReport": "fastmwem.quality", "quality_report": "fastmwem.quality"}
+# Loaded on first use (``fastmwem.quality_report``, ``fastmwem.Synthesizer``: the schema drafting
+# and matplotlib), so that ``import fastmwem`` stays light.
+_LAZY = {"QualityReport": "fastmwem.quality", "quality_report": "fastmwem.quality",
+         "Synthesizer": "fastmwem.synthesizer"}
 
 
 def __getattr__(name: str) -> object:

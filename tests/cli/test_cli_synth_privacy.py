@@ -37,7 +37,7 @@ def test_pure_run_reports_pure(coded_csv, tmp_path, cli):
 
 
 @pytest.mark.parametrize(("flags", "message"), [
-    (["--delta", "1e-9"], "--delta is for --privacy zcdp"),
+    (["--privacy", "pure", "--delta", "1e-9"], "--delta is for --privacy zcdp"),
     (["--privacy", "zcdp"], "needs --delta"),
     (["--privacy", "zcdp", "--delta", "0"], "(0, 1)"),
     (["--privacy", "zcdp", "--delta", "1.5"], "(0, 1)"),

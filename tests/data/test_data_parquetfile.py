@@ -53,8 +53,9 @@ def test_dataset_and_schema_read_parquet(tmp_path):
     with pytest.raises(ValueError) as info:
         schema.encode_parquet(raw)
     assert str(info.value) == (
-        f"Parquet file {str(raw)!r}: column 's' has 1 missing (NaN/empty) values, first rows "
-        "[1]; column 's' has 1 values that are not declared categories, first rows [2] (declare "
+        f"Parquet file {str(raw)!r}: column 's' has missing values (NaN/None/empty cells) but "
+        "does not declare them: set missing=True on its spec (\"missing\": true in schema JSON) "
+        "to give them a code of their own; column 's' has 1 values that are not declared categories, first rows [2] (declare "
         "them or set other=) (rows are 0-based data-row positions)")
 
 

@@ -213,9 +213,10 @@ def register_cli_synth() -> None:
     bad("synth_demo_with_domain", area,
         lambda c: c.cli("synth", "--demo", "--domain", codes_table(c)[1], "--epsilon", "1",
                         "--out", c.path("out.csv")), "--demo")
-    bad("synth_no_domain", area,
-        lambda c: c.cli("synth", codes_table(c)[0], "--epsilon", "1", "--out", c.path("o.csv")),
-        ("--domain", "--schema"))
+    # Without --domain or --schema a schema is drafted from INPUT in memory: not with DuckDB.
+    bad("synth_no_domain_duckdb", area,
+        lambda c: c.cli("synth", codes_table(c)[0], "--epsilon", "1", "--engine", "duckdb",
+                        "--out", c.path("o.csv")), ("--schema", "--engine duckdb"))
     bad("synth_no_input", area,
         lambda c: c.cli("synth", "--epsilon", "1", "--out", c.path("o.csv")), ("INPUT", "--demo"))
     bad("synth_domain_and_schema", area,

@@ -114,6 +114,22 @@ def register_valid_cli() -> None:
 
     good("synth_schema_weird_labels_roundtrip", area, weird_schema)
 
+    def drafted(ctx: Ctx) -> str:
+        rng = np.random.default_rng(4)
+        frame = pd.DataFrame({"x": np.where(rng.random(2000) < 0.1, np.nan,
+                                            rng.normal(0, 1, 2000)),
+                              "n": rng.integers(0, 9, 2000),
+                              "s": rng.choice(["a", "b"], 2000)})
+        frame.to_csv(ctx.path("raw.csv"), index=False)
+        result = ctx.cli("synth", ctx.path("raw.csv"), "--epsilon", "1", "--delta", "1e-9",
+                         "--out", ctx.path("out.csv"), "--no-progress")
+        out = pd.read_csv(ctx.path("out.csv"))
+        ctx.check(list(out.columns) == ["x", "n", "s"] and len(out) > 0, f"output {out.shape}")
+        ctx.check("drafting a schema privately" in result.err, "no note on the draft")
+        return f"{len(out)} rows from a drafted schema"
+
+    good("synth_drafted_schema", area, drafted)
+
     def bom_crlf(ctx: Ctx) -> str:
         csv = ctx.write("bom.csv", "\ufeffa,b,c,d\r\n" + "".join(
             f"{i % 2},{i % 3},{i % 2},{(i // 2) % 2}\r\n" for i in range(200)))

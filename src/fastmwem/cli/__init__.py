@@ -22,10 +22,30 @@ from typing import NoReturn, TextIO
 
 from fastmwem.accounting import BudgetExceededError
 
-__all__ = ["main", "CLIError", "SUBCOMMANDS", "Terminated", "print_warning", "warn_seeded"]
+__all__ = ["main", "CLIError", "SUBCOMMANDS", "Terminated", "print_warning", "warn_seeded",
+           "cli_words"]
 
 #: Modules of this package that provide a subcommand, in the order shown by ``--help``.
-SUBCOMMANDS: tuple[str, ...] = ("synth", "topk", "serve", "ask")
+SUBCOMMANDS: tuple[str, ...] = ("synth", "schema", "topk", "serve", "ask")
+
+# The library's advice in Python keywords, as command-line flags and schema-file keys.
+_CLI_WORDS = (
+    ("(pass extra_columns='ignore' to drop them)", "(give --extra-columns ignore to drop them)"),
+    ("(widen the bounds or set clip=True)",
+     '(widen the bounds, or set "clip": true in the --schema file)'),
+    ("(declare them or set other=)", '(declare them, or set "other" in the --schema file)'),
+    ('set missing=True on its spec ("missing": true in schema JSON)',
+     'set "missing": true for it in the --schema file'),
+    ("pass allow_uncertified=True to run anyway", "give --allow-uncertified to run anyway"),
+    ("allow_uncertified=True to run it anyway", "--allow-uncertified to run it anyway"),
+)
+
+
+def cli_words(message: str) -> str:
+    """``message`` with the library's Python keywords replaced by the command line's flags."""
+    for python, flags in _CLI_WORDS:
+        message = message.replace(python, flags)
+    return message
 
 
 class CLIError(Exception):
@@ -100,7 +120,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _error(command: str, message: str) -> None:
-    print(f"fastmwem {command}: error: {message.splitlines()[0]}", file=sys.stderr)
+    print(f"fastmwem {command}: error: {cli_words(message.splitlines()[0])}", file=sys.stderr)
 
 
 def _raise_terminated(signum: int, frame: object) -> None:

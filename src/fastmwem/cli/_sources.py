@@ -37,7 +37,8 @@ class Source:
     Attributes:
         input: INPUT, the data file (or for Spark a directory or a URI); None with ``demo``.
         domain: ``--domain`` JSON (the data holds integer codes), or None.
-        schema: ``--schema`` JSON (the data holds raw values), or None.
+        schema: ``--schema`` JSON (the data holds raw values), or None; with neither, the
+            schema is drafted privately from INPUT (``draft``).
         demo: the bundled NLTCS dataset instead of INPUT.
         engine: who counts the data, settled: never None.
         spark_master: the Spark master URL, or None for Spark's default.
@@ -49,6 +50,12 @@ class Source:
     demo: bool
     engine: str
     spark_master: str | None
+    extra_columns: str = "error"
+
+    @property
+    def draft(self) -> bool:
+        """Whether the schema is drafted from INPUT (no --domain, --schema or --demo)."""
+        return not (self.demo or self.domain or self.schema)
 
     def files(self) -> dict[str, str | None]:
         """Every file read, by flag (checked up front and never written over)."""
@@ -68,11 +75,14 @@ def add_source_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--spark-master", default=None,
                         help="Spark master URL for --engine spark (default local[2]); implies "
                              "--engine spark")
+    parser.add_argument("--extra-columns", choices=["error", "ignore"], default="error",
+                        help="columns of INPUT that --domain or --schema does not name: an "
+                             "error (default), or ignored")
 
 
 def check_source_arguments(args: argparse.Namespace) -> Source:
     """The data's flags, checked: the engine settled, its packages (and Parquet output's)
-    installed, and one source named (INPUT with --domain or --schema, or --demo)."""
+    installed, and one source named (INPUT, with --domain or --schema or neither, or --demo)."""
     engine = args.engine
     if args.spark_master is not None:
         if engine not in (None, "spark"):
@@ -92,10 +102,12 @@ def check_source_arguments(args: argparse.Namespace) -> Source:
             raise CLIError("--demo uses the bundled dataset: give no INPUT, --domain or --schema")
     elif not args.input:
         raise CLIError("give an INPUT.csv (or --demo)")
-    elif not args.domain and not args.schema:
-        raise CLIError("give --domain DOMAIN.json (codes) or --schema SCHEMA.json (raw values)")
+    elif not args.domain and not args.schema and engine not in ("auto", "memory"):
+        raise CLIError(f"without --schema or --domain the schema is drafted from INPUT read "
+                       f"into memory; give --schema SCHEMA.json to count with --engine {engine}")
     return Source(input=args.input, domain=args.domain, schema=args.schema, demo=args.demo,
-                  engine=engine, spark_master=args.spark_master)
+                  engine=engine, spark_master=args.spark_master,
+                  extra_columns=getattr(args, "extra_columns", "error"))
 
 
 def _require(module: str, extra: str, flag: str) -> None:
@@ -135,7 +147,8 @@ def open_input(source: Source, outputs: Mapping[str, str | None]
         target = read_text_file(Domain.from_json, str(source.domain), "--domain")
     try:
         dataset = read_text_file(
-            lambda p: open_source(p, target, engine, spark_master=source.spark_master),
+            lambda p: open_source(p, target, engine, spark_master=source.spark_master,
+                                  extra_columns=source.extra_columns),
             data_path, "INPUT")
     except ImportError as exc:
         raise CLIError(f"--engine {engine}: {exc}") from None

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from fastmwem.cli import CLIError, print_warning, warn_seeded
-from fastmwem.cli._io import free_disk_bytes, staged_outputs
+from fastmwem.cli._evaluate import evaluate, evaluation_line, records_error
+from fastmwem.cli._io import check_files, free_disk_bytes, staged_outputs
 from fastmwem.cli._sources import (
     Source,
     add_source_arguments,
@@ -22,19 +23,11 @@ from fastmwem.cli._sources import (
 )
 from fastmwem.data import Domain
 from fastmwem.data.sources import MarginalSource
-from fastmwem.evaluation import (
-    RecordCounts,
-    answer_error,
-    relative_entropy,
-    relative_entropy_of_records,
-    workload_error,
-)
-from fastmwem.models.factored import FactoredState
+from fastmwem.evaluation import RecordCounts
 from fastmwem.models.sampling import AUTO_MATCH_ROWS, SAMPLING_METHODS, default_sampling
 from fastmwem.progress import phase, progress_blocks
 from fastmwem.quality import (
     MarginalCounts,
-    independent_answers,
     marginal_plan,
     quality_report,
     require_matplotlib,
@@ -45,7 +38,6 @@ from fastmwem.release.mwem import (
     AUTO_REUSE_PASSES,
     MAX_DEFAULT_ROUNDS,
     MWEMChoices,
-    answers_from_marginals,
     check_options,
     mwem_with_defaults,
 )
@@ -58,6 +50,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from fastmwem.data.schema import Schema
+    from fastmwem.synthesizer import Synthesizer
 
 __all__ = ["register"]
 
@@ -71,10 +64,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "synth",
         help="private synthetic data with MWEM",
         description=(
-            "Fit MWEM to a CSV of integer codes (with --domain) or raw values (with --schema) "
-            "and write synthetic records. Pure epsilon-DP (default) or, with --privacy zcdp "
-            "--delta D, zero-concentrated DP that implies (epsilon, D)-DP; add/remove-one-record "
-            "neighbours."
+            "Fit MWEM to a CSV of integer codes (with --domain) or raw values (with --schema, "
+            "or with neither: a schema is then drafted privately from the data with "
+            "--draft-fraction of the budget) and write synthetic records. Pure epsilon-DP "
+            "(default) or, with --delta D, zero-concentrated DP that implies (epsilon, D)-DP "
+            "(with a drafted schema: (epsilon, D)-DP in all); add/remove-one-record neighbours."
         ),
     )
     parser.add_argument("input", nargs="?",
@@ -85,13 +79,25 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     source.add_argument("--domain", help='domain JSON {"column": size}; the CSV holds codes')
     source.add_argument("--schema", help="schema JSON declaring categories and numeric bins")
     parser.add_argument("--epsilon", type=float, required=True, help="total privacy budget")
-    parser.add_argument("--privacy", choices=["pure", "zcdp"], default="pure",
-                        help="pure: epsilon-DP with Laplace noise (default); zcdp: zCDP with "
-                             "discrete Gaussian noise, spending the largest rho that gives "
-                             "(epsilon, --delta)-DP")
+    parser.add_argument("--privacy", choices=["pure", "zcdp"], default=None,
+                        help="pure: epsilon-DP with Laplace noise (the default without "
+                             "--delta); zcdp: zCDP with discrete Gaussian noise, spending the "
+                             "largest rho that gives (epsilon, --delta)-DP (the default with "
+                             "--delta)")
     parser.add_argument("--delta", type=float, default=None,
-                        help="delta of the (epsilon, delta)-DP guarantee of --privacy zcdp, in "
-                             "(0, 1)")
+                        help="delta of the (epsilon, delta)-DP guarantee, in (0, 1): selects "
+                             "--privacy zcdp, and lets a drafted schema learn text columns' "
+                             "labels")
+    parser.add_argument("--draft-fraction", type=float, default=0.1,
+                        help="without --schema or --domain: the share of the budget that "
+                             "drafts the schema (default 0.1)")
+    parser.add_argument("--bins", type=int, default=16,
+                        help="without --schema or --domain: bins of each number column of "
+                             "the drafted schema (default 16; fewer where values repeat)")
+    parser.add_argument("--numeric", choices=["uniform", "midpoint"], default="uniform",
+                        help="how a sampled number bin is written: a uniform draw inside it "
+                             "(whole numbers among its whole numbers; default) or its "
+                             "midpoint")
     parser.add_argument("--out", required=True,
                         help="output CSV (or .parquet) of synthetic records")
     parser.add_argument("--workload", default=None, help=WORKLOAD_HELP)
@@ -190,6 +196,9 @@ class SynthRequest:
     evaluate: bool
     progress: bool
     html: str | None = None
+    numeric: str = "uniform"
+    draft_fraction: float = 0.1
+    bins: int = 16
 
     @property
     def budget(self) -> dict[str, Any]:
@@ -199,6 +208,8 @@ class SynthRequest:
 
 def _request(args: argparse.Namespace) -> SynthRequest:
     """The command line, checked whole before any file is read or any budget is spent."""
+    if args.privacy is None:
+        args.privacy = "pure" if args.delta is None else "zcdp"
     _check_numbers(args)
     given = {} if args.reuse_passes is None else {"reuse_passes": args.reuse_passes}
     options = {**given, "init": args.init, "output": args.output,
@@ -213,7 +224,8 @@ def _request(args: argparse.Namespace) -> SynthRequest:
         workload=args.workload, rounds=args.rounds, options=options, rows=args.rows,
         sampling=args.sampling, seed=args.seed, evaluate=args.evaluate,
         progress=sys.stderr.isatty() if args.progress is None else args.progress,
-        html=_html_arg(args))
+        html=_html_arg(args), numeric=args.numeric, draft_fraction=args.draft_fraction,
+        bins=args.bins)
 
 
 def _html_arg(args: argparse.Namespace) -> str | None:
@@ -238,14 +250,18 @@ def _check_numbers(args: argparse.Namespace) -> None:
     _check_privacy(args)
     if args.seed is not None and args.seed < 0:
         raise CLIError("--seed must be a non-negative integer")
+    if not 0 < args.draft_fraction < 1:
+        raise CLIError(f"--draft-fraction must lie in (0, 1), got {args.draft_fraction}")
+    if args.bins < 2:
+        raise CLIError(f"--bins must be >= 2, got {args.bins}")
 
 
 def _check_privacy(args: argparse.Namespace) -> None:
     """Refuse a privacy definition and delta that do not go together (before any budget)."""
     if args.privacy == "pure":
         if args.delta is not None:
-            raise CLIError("--delta is for --privacy zcdp; a pure-DP run (the default) takes "
-                           "--epsilon only")
+            raise CLIError("--delta is for --privacy zcdp (its default); a --privacy pure run "
+                           "takes --epsilon only")
         return
     if args.delta is None:
         raise CLIError("--privacy zcdp needs --delta (the delta of the (epsilon, delta)-DP "
@@ -289,19 +305,40 @@ def _bytes(n: int) -> str:
     return f"{value:,.1f} PB"
 
 
+@dataclasses.dataclass
+class _Fitted:
+    """A fitted run: MWEM's result, its workload's spec, and (drafting) the Synthesizer."""
+
+    result: MWEMResult
+    spec: str
+    workload: LinearWorkload
+    dataset: MarginalSource | None = None
+    synth: Synthesizer | None = None
+    frame: pd.DataFrame | None = None
+    dates: tuple[str, ...] = ()
+
+    def data(self) -> MarginalSource:
+        """The private data as codes (a drafted run encodes its table on demand)."""
+        if self.dataset is None:
+            if self.synth is None or self.synth.schema is None or self.frame is None:
+                raise RuntimeError("no data")  # a run has one or the other
+            self.dataset = self.synth.schema.encode(self.frame)
+        return self.dataset
+
+
 def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     request = _request(args)
-    dataset, schema = open_input(request.source, {"--out": request.out, "--report": request.report,
-                                                  "--html": request.html})
     # One seed, three independent streams: the public workload's draw does not move with the
     # noise (whose length depends on epsilon), nor the records with either.
     workload_rng, noise_rng, sampling_rng = split_seed(request.seed)
-    spec = default_workload_spec(dataset.domain) if request.workload is None else request.workload
-    workload = parse_workload(spec, dataset.domain, seed=workload_rng)
+    if request.source.draft:
+        fitted = _fit_drafted(request, noise_rng)
+    else:
+        fitted = _fit_declared(request, workload_rng, noise_rng)
+    result, spec, workload = fitted.result, fitted.spec, fitted.workload
     # the marginals the HTML report scores depend on the public domain only
-    plan = None if request.html is None else marginal_plan(dataset.domain)[0]
-    result = _release(request, dataset, workload, schema, noise_rng)
+    plan = None if request.html is None else marginal_plan(result.domain)[0]
     choices = cast(MWEMChoices, result.choices)  # always set by mwem_with_defaults
     if request.seed is not None:
         warn_seeded("synth", '; the report says "private": false' if request.report else "")
@@ -318,30 +355,28 @@ def run(args: argparse.Namespace) -> int:
     # The model is scored first; the records written are counted as they pass (decoded after).
     with phase("scoring the model against the real data", enabled=request.evaluate
                and request.progress):
-        scored = _evaluate(dataset, result, workload) if request.evaluate else None
+        scored = evaluate(fitted.data(), result, workload) if request.evaluate else None
     evaluation = None if scored is None else scored[0]
     counted = RecordCounts(workload) if request.evaluate else None
     written = None if plan is None else MarginalCounts(
-        dataset.domain, [s for k in sorted(plan) for s in plan[k]])
-    blocks = result.sample_chunks(rows, rng=sampling_rng,
-                                  sampling=sampling, decode=counted is None)
+        result.domain, [s for k in sorted(plan) for s in plan[k]])
+    blocks = result.sample_chunks(rows, rng=sampling_rng, sampling=sampling, decode=False)
     if request.progress:
         blocks = progress_blocks(blocks, rows,
                                  seconds=result.sample_seconds(rows, sampling=sampling))
-    if counted is not None:
-        blocks = _counting(blocks, counted, result, written)
+    blocks = _decoded(blocks, counted, written, fitted, request.numeric, sampling_rng)
     quality = None
     with staged_outputs() as outputs:
         outputs.write_records(blocks, request.out, "--out")
         if scored is not None:
-            evaluation = {**scored[0], **_records_error(scored[1], counted, workload)}
+            evaluation = {**scored[0], **records_error(scored[1], counted, workload)}
         if written is not None and request.html:
             with phase("the quality report", enabled=request.progress):
-                quality = quality_report(dataset, written, schema=schema)
+                quality = quality_report(fitted.data(), written, schema=result.schema)
             outputs.write_text(quality.html(), request.html, "--html")
         if request.report:
             outputs.write_json(
-                _report(request, spec, result, choices, rows, sampling, evaluation),
+                _report(request, spec, fitted, choices, rows, sampling, evaluation),
                 request.report, "--report")
     elapsed = time.perf_counter() - started
     if result.updates_skipped:
@@ -353,28 +388,69 @@ def run(args: argparse.Namespace) -> int:
           f"round{'s' * (choices.rounds != 1)} ({_chosen(request.rounds)}), {sampling} records "
           f"({_chosen(request.sampling)}), {elapsed:.1f} s)", file=sys.stderr)
     if evaluation is not None:
-        print(_evaluation_line(evaluation), file=sys.stderr)
+        print(evaluation_line(evaluation), file=sys.stderr)
     if quality is not None:
         print(f"wrote the NOT PRIVATE quality report to {request.html}: {quality.verdict}",
               file=sys.stderr)
     return 0
 
 
-def _evaluation_line(evaluation: Mapping[str, float]) -> str:
-    """The ``--evaluate`` figures with their scales and the independent-columns baseline."""
-    shown = dict(evaluation)
-    baseline = shown.pop("baseline_mean_group_l1", None)
-    parts = []
-    for key, value in shown.items():
-        text = f"{key}={value:.4g}"
-        if key == "mean_group_l1" and baseline is not None:
-            text += (f" (baseline_mean_group_l1={baseline:.4g} for independent columns with "
-                     "the model's own 1-way marginals)")
-        elif key == "relative_entropy":
-            text += " nats (0 = the real distribution)"
-        parts.append(text)
-    return ("NOT PRIVATE evaluation against the real data (group L1 between normalised "
-            "marginals: 0 = exact, 2 = disjoint): " + ", ".join(parts))
+
+def _fit_declared(request: SynthRequest, workload_rng: np.random.Generator,
+                  noise_rng: np.random.Generator) -> _Fitted:
+    """MWEM on INPUT as --domain or --schema declares it (or the demo)."""
+    dataset, schema = open_input(request.source, {"--out": request.out, "--report": request.report,
+                                                  "--html": request.html})
+    spec = default_workload_spec(dataset.domain) if request.workload is None else request.workload
+    workload = parse_workload(spec, dataset.domain, seed=workload_rng)
+    result = _release(request, dataset, workload, schema, noise_rng)
+    return _Fitted(result, spec, workload, dataset=dataset)
+
+
+def _fit_drafted(request: SynthRequest, noise_rng: np.random.Generator) -> _Fitted:
+    """A schema drafted privately from INPUT, then MWEM with the rest of the budget.
+
+    The workload's random draws (ranges, counting queries) come from the noise's stream: the
+    domain they are drawn over is known only once the schema is drafted.
+    """
+    from fastmwem.cli._raw import DRAFT_NOTE, read_raw_table, undeclared_text_message
+    from fastmwem.data.schema.draft import UndeclaredCategoriesError
+    from fastmwem.synthesizer import Synthesizer
+
+    source = request.source
+    check_files(source.files(), {"--out": request.out, "--report": request.report,
+                                 "--html": request.html})
+    frame, dates = read_raw_table(str(source.input))
+    made: list[Synthesizer] = []  # the callback below runs once the Synthesizer exists
+    synth = Synthesizer(
+        request.epsilon, request.delta, privacy=request.privacy,
+        draft_fraction=request.draft_fraction, rng=noise_rng, bins=request.bins,
+        workload=request.workload, numeric=request.numeric, rounds=request.rounds,
+        progress=request.progress, before_rounds=lambda total: _check_rows(request, made[0], total),
+        **request.options)
+    made.append(synth)
+    print(f"fastmwem synth: note: no --schema or --domain: drafting a schema privately from "
+          f"INPUT with {request.draft_fraction:g} of the budget ({DRAFT_NOTE}); "
+          "`fastmwem schema draft` writes one to edit", file=sys.stderr)
+    try:
+        synth.fit(frame)
+    except UndeclaredCategoriesError as exc:
+        raise CLIError(undeclared_text_message(exc.columns)) from None
+    result = cast(MWEMResult, synth.result)
+    spec = request.workload or default_workload_spec(result.domain)
+    return _Fitted(result, spec, result.workload, synth=synth, frame=frame, dates=dates)
+
+
+def _check_rows(request: SynthRequest, synth: Synthesizer, total: float) -> None:
+    """A drafted run's disk check, once the schema (the row width) and the count are out."""
+    schema = cast("Schema", synth.schema)  # drafted by now
+    row_bytes = _row_bytes(schema.domain, schema)
+    if request.rows is not None:
+        _check_disk(request.rows, row_bytes, request.out, f"--rows {request.rows}")
+    else:
+        _check_disk(_rows(total), row_bytes, request.out,
+                    f"the noisy record count ({_rows(total):,} rows; the draft's and the "
+                    "count's shares of epsilon are spent, nothing else; give --rows)")
 
 
 def _release(request: SynthRequest, dataset: MarginalSource, workload: LinearWorkload,
@@ -400,6 +476,9 @@ def _release(request: SynthRequest, dataset: MarginalSource, workload: LinearWor
 def _guarantee(request: SynthRequest) -> str:
     if request.delta is None:  # pure DP (a zCDP run needs --delta)
         return f"epsilon={request.epsilon}"
+    if request.source.draft:
+        return (f"(epsilon={request.epsilon}, delta={request.delta:g})-DP: a drafted schema and "
+                "MWEM under zCDP")
     return f"zCDP giving (epsilon={request.epsilon}, delta={request.delta:g})-DP"
 
 
@@ -425,11 +504,23 @@ def _warn_if_noisy_count(total: float, choices: MWEMChoices,
                       "UserWarning")
 
 
-def _report(request: SynthRequest, spec: str, result: MWEMResult, choices: MWEMChoices,
+def _report(request: SynthRequest, spec: str, fitted: _Fitted, choices: MWEMChoices,
             rows: int, sampling: str, evaluation: dict[str, float] | None
             ) -> dict[str, object]:
-    """The run's report; it never holds the seed (only whether there was one)."""
-    report = result.report()
+    """The run's report; it never holds the seed (only whether there was one).
+
+    A drafted run's ``privacy`` is the whole run's guarantee and ledger (the draft's and
+    MWEM's charges), with MWEM's own record under ``privacy.mwem``, and ``schema`` the
+    drafted schema."""
+    report = fitted.result.report()
+    if fitted.synth is not None:
+        overall = fitted.synth.report()
+        report["privacy"] = {**cast("dict[str, object]", overall["guarantee"]),
+                             "ledger": overall["ledger"],
+                             **({"zcdp_ledger": overall["zcdp_ledger"]}
+                                if "zcdp_ledger" in overall else {}),
+                             "mwem": report["privacy"]}
+        report["schema"] = overall["schema"]
     source = request.source
     report["command"] = {
         "input": "bundled:nltcs" if source.demo else os.path.basename(str(source.input)),
@@ -443,6 +534,10 @@ def _report(request: SynthRequest, spec: str, result: MWEMResult, choices: MWEMC
         "rounds_ceiling": choices.rounds_ceiling,
         "candidates": choices.candidates,
         "noise_test": choices.noise_test,
+        "schema": "drafted" if source.draft else "given" if source.schema else None,
+        **({"draft_fraction": request.draft_fraction, "bins": request.bins}
+           if source.draft else {}),
+        "numeric": request.numeric,
         "rows_written": rows,
         "rows_chosen": _chosen(request.rows),
         "sampling": sampling,
@@ -459,61 +554,25 @@ def _report(request: SynthRequest, spec: str, result: MWEMResult, choices: MWEMC
     return report
 
 
-def _evaluate(dataset: MarginalSource, result: MWEMResult, workload: LinearWorkload
-              ) -> tuple[dict[str, float], np.ndarray]:
-    """The model's errors against the real data, and the real answers (fractions)."""
-    model, histogram = result.model, result.histogram
-    if histogram is None:  # MWEM's result has a histogram (dense) or a model (factored)
-        # A factored model: the real data as marginals, the synthetic answers by inference.
-        true = answers_from_marginals(workload, dataset) / len(dataset)
-        evaluation = answer_error(true, result.answer(workload) / result.total, workload)
-        records = getattr(dataset, "records", None)
-        # an engine's table is never read into memory record by record
-        if records is not None and isinstance(model, FactoredState):
-            evaluation["relative_entropy"] = relative_entropy_of_records(
-                records, model.log_probability)
-        return {**evaluation, **_baseline_error(result, workload, true)}, true
-    true_hist = dataset.histogram()
-    evaluation = workload_error(true_hist, histogram, workload)
-    evaluation["relative_entropy"] = relative_entropy(true_hist, histogram)
-    true = workload.answer(true_hist) / max(float(true_hist.sum()), 1.0)
-    return {**evaluation, **_baseline_error(result, workload, true)}, true
 
-
-def _baseline_error(result: MWEMResult, workload: LinearWorkload, true: np.ndarray
-                    ) -> dict[str, float]:
-    """``mean_group_l1`` of independent columns with the model's own 1-way marginals.
-
-    What the budget buys without correlations, at no extra budget (empty when the workload
-    cannot be answered on independent columns).
-    """
-    from fastmwem.workloads import Marginals
-
-    domain = workload.domain
-    counts = result.answer(Marginals.all_kway(domain, 1))
-    one_way = np.split(counts, np.cumsum(domain.shape)[:-1])
-    answers = independent_answers(workload, one_way)
-    if answers is None:
-        return {}
-    return {"baseline_mean_group_l1": answer_error(true, answers, workload)["mean_group_l1"]}
-
-
-def _counting(blocks: Iterator[pd.DataFrame], counted: RecordCounts, result: MWEMResult,
-              written: MarginalCounts | None = None) -> Iterator[pd.DataFrame]:
-    """Count each block of codes, then pass it on decoded as ``sample_chunks`` would have."""
+def _decoded(blocks: Iterator[pd.DataFrame], counted: RecordCounts | None,
+             written: MarginalCounts | None, fitted: _Fitted, numeric: str,
+             rng: np.random.Generator) -> Iterator[pd.DataFrame]:
+    """Each block of codes counted (for --evaluate), then decoded: by the drafted table's
+    dtypes, by the schema (numbers as --numeric says), or left as codes."""
+    schema = fitted.result.schema
     for frame in blocks:
         codes = frame.to_numpy()
-        counted.add(codes)
+        if counted is not None:
+            counted.add(codes)
         if written is not None:
             written.add(codes)
-        yield frame if result.schema is None else result.schema.decode(frame)
-
-
-def _records_error(true: np.ndarray, counted: RecordCounts | None, workload: LinearWorkload
-                   ) -> dict[str, float]:
-    """The written records' errors (the model's are the other keys), prefixed ``records_``."""
-    if counted is None or counted.rows == 0:
-        return {}
-    error = answer_error(true, counted.answers(), workload)
-    return {f"records_{k}": error[k] for k in ("mean_group_l1", "max_group_l1")}
-
+        if fitted.synth is not None:
+            decoded = fitted.synth.decode(frame, rng=rng)
+            for name in fitted.dates:  # dates without a time are written as dates
+                decoded[name] = decoded[name].dt.floor("D")
+            yield decoded
+        elif schema is not None:
+            yield schema.decode(frame, numeric=numeric, rng=rng)
+        else:
+            yield frame

@@ -126,7 +126,7 @@ def test_bad_raw_values_give_the_memory_errors(tmp_path, raw, suffix):
     want = _message(lambda: schema.encode_csv(path) if suffix == ".csv"
                     else schema.encode_parquet(path))
     assert _message(lambda: _duck(path, schema)) == want
-    assert "not declared categories" in want and "missing (NaN/empty)" in want
+    assert "not declared categories" in want and "missing values (NaN/None/empty cells)" in want
     assert "'X'" not in want  # the undeclared private value itself is never shown
 
 

@@ -36,7 +36,8 @@ def raise_problems(problems: Sequence[str], context: str = "") -> None:
     if more > 0:
         shown.append(f"... and {more} more column(s) with problems")
     prefix = f"{context}: " if context else ""
-    raise ValueError(prefix + "; ".join(shown) + " (rows are 0-based data-row positions)")
+    rows = " (rows are 0-based data-row positions)" if any("first rows" in p for p in shown) else ""
+    raise ValueError(prefix + "; ".join(shown) + rows)
 
 
 def check_extra_columns_option(extra_columns: object) -> str:
@@ -82,11 +83,20 @@ def check_frame(df: object, name: str = "df") -> pd.DataFrame:
 
 def to_numbers(values: pd.Series, column: str) -> tuple[np.ndarray, list[str]]:
     """Parse a column into float64; return the array and problems (missing / non-numeric)."""
+    out, missing, problems = parse_numbers(values, column)
+    if missing.any():
+        problems.append(describe(missing, column, "missing (NaN/empty) values"))
+    return out, problems
+
+
+def parse_numbers(values: pd.Series, column: str) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Parse a column into float64: the array, where cells are missing (NaN there), and the
+    problems other than missing cells (booleans, non-numeric text)."""
     import pandas as pd
     problems: list[str] = []
     if pd.api.types.is_bool_dtype(values.dtype):
         problems.append(f"column {column!r} holds booleans, not numbers")
-        return np.zeros(len(values)), problems
+        return np.zeros(len(values)), np.zeros(len(values), dtype=bool), problems
     if pd.api.types.is_numeric_dtype(values.dtype):
         out = values.to_numpy(dtype=np.float64, na_value=np.nan)
         missing = np.isnan(out)
@@ -105,6 +115,4 @@ def to_numbers(values: pd.Series, column: str) -> tuple[np.ndarray, list[str]]:
             bad[idx] = False
         if bad.any():
             problems.append(describe(bad, column, "non-numeric values"))
-    if missing.any():
-        problems.append(describe(missing, column, "missing (NaN/empty) values"))
-    return out, problems
+    return out, missing, problems

@@ -8,7 +8,12 @@ A :class:`Schema` is a list of column specifications, each declared from public 
 - :class:`Numeric` cuts ``[lower, upper]`` into bins (``bins`` equal-width bins or explicit
   ``edges``); values outside the bounds are an error, or are clipped with ``clip=True``.
 - :class:`Integer` maps the whole numbers ``lower .. upper`` to codes ``0 .. upper - lower``
-  (for columns that are already small integer codes or counts).
+  (for columns that are already small integer codes or counts), or cuts them into integer bins
+  (``edges``: bin ``i`` holds ``edges[i] <= v < edges[i+1]``).
+
+Every kind takes ``missing=True``: missing cells (NaN, None, ``pd.NA``, ``NaT``, an empty CSV
+cell) then get a code of their own, the last, and decode back to a missing value. A column with
+missing cells that does not declare them is refused, naming the column and the flag only.
 
 JSON format (``Schema.to_json`` / ``Schema.from_json``)::
 
@@ -17,13 +22,16 @@ JSON format (``Schema.to_json`` / ``Schema.from_json``)::
       {"name": "job",    "type": "categorical", "categories": ["a", "b"], "other": "other"},
       {"name": "age",    "type": "numeric", "lower": 0, "upper": 100, "bins": 10},
       {"name": "income", "type": "numeric", "edges": [0, 1e4, 5e4, 1e6], "clip": true},
-      {"name": "kids",   "type": "integer", "lower": 0, "upper": 5}
+      {"name": "kids",   "type": "integer", "lower": 0, "upper": 5, "missing": true},
+      {"name": "rooms",  "type": "integer", "edges": [1, 2, 3, 5, 10, 100], "clip": true}
     ]}
 
-``other`` and ``clip`` are optional (defaults ``null`` and ``false``); unknown keys are errors.
+``other``, ``clip`` and ``missing`` are optional (defaults ``null``, ``false`` and ``false``);
+unknown keys are errors.
 
 Error messages name the file, the column and the first 0-based data rows of bad cells, never
-the cell values themselves (a value can identify a record). Declared labels are public and may be
+the cell values themselves (a value can identify a record); undeclared missing cells are named
+by column only. Declared labels are public and may be
 quoted. The empty string is not a valid label: in a CSV file an empty cell means "missing", and
 a blank line (the only cell of a one-column row) is skipped. Every spec has at most
 ``MAX_DENSE_CELLS`` values (:func:`~fastmwem.data.dense_cell_limit`): a column with more could
@@ -145,8 +153,9 @@ class Schema:
         Rules: boolean and non-numeric columns become :class:`Categorical` over their sorted
         distinct values; whole-number columns spanning at most ``bins`` values become
         :class:`Integer` over ``[min, max]``; other numeric columns become :class:`Numeric` over
-        ``[min, max]`` with ``bins`` equal-width bins. Missing cells are ignored here (and are an
-        error when encoding).
+        ``[min, max]`` with ``bins`` equal-width bins. Columns with missing cells are declared
+        ``missing=True``. For a private alternative see
+        :func:`~fastmwem.data.schema.draft.draft_schema`.
 
         Args:
             df: the (private) table.
@@ -208,7 +217,7 @@ class Schema:
                 drops them.
 
         Raises:
-            ValueError: missing/extra/repeated columns, no rows, missing cells, non-numeric or
+            ValueError: missing/extra/repeated columns, no rows, undeclared missing cells, non-numeric or
                 out-of-bounds numbers (without ``clip``), undeclared categories (without
                 ``other``). All problems are reported together, naming columns and the first
                 0-based rows.
@@ -264,7 +273,9 @@ class Schema:
     ) -> pd.DataFrame:
         """Map integer codes back to raw labels: a DataFrame with the schema's columns.
 
-        Categorical codes become their labels and Integer codes their values. A Numeric code
+        Categorical codes become their labels and Integer codes their values (a bin of several
+        integers: its middle one, or with ``numeric="uniform"`` a uniform draw among them); a
+        declared missing code becomes NaN (``pd.NA`` in an ``Int64`` column). A Numeric code
         becomes its bin's midpoint (``numeric="midpoint"``, deterministic; ``rng`` unused) or a
         uniform draw inside the bin (``numeric="uniform"``, using ``rng`` through
         :func:`~fastmwem.random.make_rng`). Decoding is post-processing of already-private codes

@@ -10,19 +10,19 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from fastmwem.data.schema._columns import Categorical, ColumnSpec, Integer, Numeric
-from fastmwem.data.schema._values import check_label
+from fastmwem.data.schema._values import check_label, datetime_seconds
 
 if TYPE_CHECKING:
     import pandas as pd
 
 
-def infer_categorical(name: str, col: pd.Series) -> Categorical:
+def infer_categorical(name: str, col: pd.Series, gaps: bool = False) -> Categorical:
     import pandas as pd
     values = pd.unique(col.to_numpy(dtype=object))
     try:
         labels = sorted((check_label(v, f"value of {name!r}") for v in values),
                         key=lambda v: (type(v).__name__, v))
-        return Categorical(name, labels)
+        return Categorical(name, labels, missing=gaps)
     except (TypeError, ValueError):
         # the values are private: say what kind of value is wrong, never which one
         raise ValueError(
@@ -40,8 +40,11 @@ def infer_specs(df: pd.DataFrame, bins: int) -> list[ColumnSpec]:
     if empty:
         raise ValueError(f"columns {empty} hold only missing values: nothing to infer")
     for name in df.columns:
+        gaps = bool(df[name].isna().any())
         col = df[name].dropna()
         dtype = col.dtype
+        if pd.api.types.is_datetime64_any_dtype(dtype):  # as Numeric encodes it: epoch seconds
+            col, dtype = datetime_seconds(col), np.dtype(np.float64)
         if pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype):
             x = col.to_numpy(dtype=np.float64)
             finite = x[np.isfinite(x)]
@@ -50,9 +53,10 @@ def infer_specs(df: pd.DataFrame, bins: int) -> list[ColumnSpec]:
             lo, hi = float(finite.min()), float(finite.max())
             whole = bool(np.all(finite == np.floor(finite)))
             if whole and hi - lo + 1 <= bins:
-                specs.append(Integer(name, int(lo), int(hi)))
+                specs.append(Integer(name, int(lo), int(hi), missing=gaps))
             else:
-                specs.append(Numeric(name, lo, hi if hi > lo else lo + 1.0, bins=bins))
+                specs.append(Numeric(name, lo, hi if hi > lo else lo + 1.0, bins=bins,
+                                     missing=gaps))
         else:
-            specs.append(infer_categorical(name, col))
+            specs.append(infer_categorical(name, col, gaps))
     return specs

@@ -7,9 +7,9 @@ from collections.abc import Mapping
 from fastmwem.data.schema._columns import Categorical, ColumnSpec, Integer, Numeric
 
 KEYS = {
-    "categorical": ({"name", "type", "categories"}, {"other"}),
-    "numeric": ({"name", "type"}, {"lower", "upper", "bins", "edges", "clip"}),
-    "integer": ({"name", "type", "lower", "upper"}, {"clip"}),
+    "categorical": ({"name", "type", "categories"}, {"other", "missing"}),
+    "numeric": ({"name", "type"}, {"lower", "upper", "bins", "edges", "clip", "missing"}),
+    "integer": ({"name", "type"}, {"lower", "upper", "edges", "clip", "missing"}),
 }
 
 
@@ -28,13 +28,20 @@ def spec_from_dict(raw: object, where: str) -> ColumnSpec:
                 p for p in (missing and f"missing keys {missing}", unknown and f"unknown keys {unknown}") if p
             )
         )
+    if kind == "integer" and "edges" not in raw:
+        missing = sorted({"lower", "upper"} - set(raw))
+        if missing:
+            raise ValueError(f"{where} (integer): missing keys {missing} (or give 'edges')")
+    gaps = raw.get("missing", False)
     try:
         if kind == "categorical":
-            return Categorical(raw["name"], raw["categories"], other=raw.get("other"))
+            return Categorical(raw["name"], raw["categories"], other=raw.get("other"),
+                               missing=gaps)
         if kind == "numeric":
             return Numeric(raw["name"], raw.get("lower"), raw.get("upper"), bins=raw.get("bins"),
-                           edges=raw.get("edges"), clip=raw.get("clip", False))
-        return Integer(raw["name"], raw["lower"], raw["upper"], clip=raw.get("clip", False))
+                           edges=raw.get("edges"), clip=raw.get("clip", False), missing=gaps)
+        return Integer(raw["name"], raw.get("lower"), raw.get("upper"),
+                       clip=raw.get("clip", False), edges=raw.get("edges"), missing=gaps)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{where}: {exc}") from None
 

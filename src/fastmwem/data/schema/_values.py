@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Union
+from typing import TYPE_CHECKING, Union
 
 import numpy as np
 
 from fastmwem.data.dataset import dense_cell_limit
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 Label = Union[str, int, float, bool]
 
@@ -36,6 +39,23 @@ def check_label(label: object, what: str) -> Label:
             raise ValueError(f"{what} must be finite, got {x}")
         return x
     raise TypeError(f"{what} must be a string or a number, got {type(label).__name__}: {label!r}")
+
+
+def check_flag(value: object, what: str) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{what} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def datetime_seconds(values: pd.Series) -> pd.Series:
+    """A datetime column as float seconds since 1970-01-01 UTC (NaN where it is NaT).
+
+    A time-zone-aware column is converted to UTC first; a naive one is read as UTC.
+    """
+    import pandas as pd
+    if getattr(values.dtype, "tz", None) is not None:
+        values = values.dt.tz_convert("UTC").dt.tz_localize(None)
+    return (values - pd.Timestamp(0)) / pd.Timedelta(seconds=1)
 
 
 def check_real(value: object, what: str) -> float:

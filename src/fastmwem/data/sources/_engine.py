@@ -110,7 +110,7 @@ class QuerySource:
         for plan in self._plans:
             shown += len(plan.static)
             for check in plan.reported(counts):
-                if shown < MAX_LISTED:
+                if shown < MAX_LISTED and not check.bare:  # a bare message names no rows
                     out.append(check)
                 shown += 1
         return out

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from fastmwem.data.domain import Domain
 from fastmwem.data.schema import Categorical, ColumnSpec, Integer, Label, Numeric, Schema
+from fastmwem.data.schema._columns import UNDECLARED_MISSING
 
 __all__ = ["Check", "ColumnPlan", "Dialect", "DUCKDB", "SPARK", "MAX_SQL_BINS", "build_plans"]
 
@@ -86,13 +87,18 @@ SPARK = Dialect("spark", "`", "STRING")
 
 @dataclass(frozen=True)
 class Check:
-    """A kind of bad cell in one column: its SQL predicate and how the message names it."""
+    """A kind of bad cell in one column: its SQL predicate and how the message names it.
+
+    A ``bare`` check's message names neither the count nor the rows (undeclared missing cells
+    of a schema column).
+    """
 
     key: str
     column: str
     what: str
     predicate: str
     suffix: str = ""
+    bare: bool = False
 
 
 @dataclass(frozen=True)
@@ -172,7 +178,10 @@ class _Builder:
         return ColumnPlan(self.name, tuple(self.derived), code,
                           tuple(s for s in stages if s), static)
 
-    def _missing(self) -> Check:
+    def _missing(self, spec: ColumnSpec | None = None) -> Check:
+        """Missing cells: a problem (of a schema column: a bare one, whose message has no
+        counts or rows). A spec that declares them gives them its last code instead
+        (:meth:`_gaps`)."""
         pred = f"({self.c} IS NULL)"
         if self.kind == "float":
             pred = f"({self.c} IS NULL OR isnan({self.c}))"
@@ -180,7 +189,19 @@ class _Builder:
             # a NaN word that the engine's cast does not read (Spark: "-nan") is missing too
             m = self._alias("m")
             pred = f"({self.c} IS NULL OR ({m} AND ({self.x} IS NULL OR isnan({self.x}))))"
+        if spec is not None:
+            return Check(f"p{self.j}_missing", self.name, UNDECLARED_MISSING, pred, bare=True)
         return self._check("missing", "missing (NaN/empty) values", pred)
+
+    def _gaps(self, spec: ColumnSpec, code: str, stages: Sequence[tuple[Check, ...]]
+              ) -> tuple[str, list[tuple[Check, ...]]]:
+        """The code and the stages of a schema column, its missing cells as the spec says."""
+        key = f"p{self.j}_missing"
+        missing = [c for stage in stages for c in stage if c.key == key]
+        if not spec.missing or not missing:
+            return code, list(stages)
+        kept = [tuple(c for c in stage if c.key != key) for stage in stages]
+        return f"(CASE WHEN {missing[0].predicate} THEN {spec.size - 1} ELSE {code} END)", kept
 
     def _unsupported(self) -> ColumnPlan | None:
         if self.kind in ("text", "integer", "float", "boolean"):
@@ -189,7 +210,7 @@ class _Builder:
             f"column {self.name!r} has type {self.kind}, which is neither numbers, text nor "
             "booleans",))
 
-    def _number_stage(self) -> tuple[Check, ...]:
+    def _number_stage(self, spec: ColumnSpec | None = None) -> tuple[Check, ...]:
         """to_numbers: the value as a double, and its problems (non-numeric text, missing)."""
         if self.kind == "text":
             m = self._alias("m")
@@ -200,7 +221,7 @@ class _Builder:
         else:
             self.derived.append((self.x, f"CAST({self.c} AS DOUBLE)"))
             self._numbers = ()
-        return (*self._numbers, self._missing())
+        return (*self._numbers, self._missing(spec))
 
     def _booleans(self) -> ColumnPlan:
         return self._plan("NULL", static=(f"column {self.name!r} holds booleans, not numbers",))
@@ -249,45 +270,54 @@ class _Builder:
     def integer(self, spec: Integer) -> ColumnPlan:
         what = f"values outside {spec.lower}..{spec.upper}"
         suffix = " (widen the bounds or set clip=True)"
-        value = self._clipped(spec.lower, spec.upper) if spec.clip else self.x
-        code = f"CAST({value} - {self.d.double(spec.lower)} AS BIGINT)"
+        outside = () if spec.clip else (self._outside(spec.lower, spec.upper, what, suffix),)
+        stages: list[tuple[Check, ...]]
         if self.kind == "integer":
             self.derived.append((self.x, f"CAST({self.c} AS DOUBLE)"))
-            outside = () if spec.clip else (self._outside(spec.lower, spec.upper, what, suffix),)
-            return self._plan(code, (self._missing(),), outside)
-        numbers = self._number_stage()
-        frac = self._check("frac", "non-integer values",
-                           f"({self._finite(self.x)} AND {self.d.fractional(self.x)})")
-        outside = () if spec.clip else (self._outside(spec.lower, spec.upper, what, suffix),)
-        return self._plan(code, numbers, (frac,), outside)
+            stages = [(self._missing(spec),), outside]
+        else:  # the value x is derived by the number stage
+            frac = self._check("frac", "non-integer values",
+                               f"({self._finite(self.x)} AND {self.d.fractional(self.x)})")
+            stages = [self._number_stage(spec), (frac,), outside]
+        value = self._clipped(spec.lower, spec.upper) if spec.clip else self.x
+        if spec.edges is None:
+            code = f"CAST({value} - {self.d.double(spec.lower)} AS BIGINT)"
+        else:
+            v = self._alias("v")
+            self.derived.append((v, value))
+            code = _bin_search(v, spec.edges, self.d)
+        code, stages = self._gaps(spec, code, stages)
+        return self._plan(code, *stages)
 
     def numeric(self, spec: Numeric) -> ColumnPlan:
         if spec.size > MAX_SQL_BINS:
             return self._plan("NULL", static=(
                 f"column {self.name!r} has {spec.size} bins, more than the {MAX_SQL_BINS} a "
                 "query engine encodes; use the memory engine or fewer bins",))
-        numbers = self._number_stage()
+        numbers = self._number_stage(spec)
         what = f"values outside [{spec.lower}, {spec.upper}]"
         suffix = " (widen the bounds or set clip=True)"
         outside = () if spec.clip else (self._outside(spec.lower, spec.upper, what, suffix),)
         value = self._clipped(spec.lower, spec.upper) if spec.clip else self.x
         v = self._alias("v")
         self.derived.append((v, value))
-        return self._plan(_bin_search(v, spec.edges, self.d), numbers, outside)
+        code, stages = self._gaps(spec, _bin_search(v, spec.edges, self.d), [numbers, outside])
+        return self._plan(code, *stages)
 
     def categorical(self, spec: Categorical) -> ColumnPlan:
         labels = spec.labels
         other = None if spec.other is None else labels.index(spec.other)
         k = self._alias("k")
         self.derived.append((k, self._label_case(labels, other)))
-        missing = self._missing()
+        missing = self._missing(spec)
         stage: tuple[Check, ...] = (missing,)
         if other is None:
             unmatched = self._check(
                 "unknown", "values that are not declared categories",
                 f"(NOT {missing.predicate} AND {k} IS NULL)", " (declare them or set other=)")
             stage = (missing, unmatched)
-        return self._plan(k, stage)
+        code, stages = self._gaps(spec, k, [stage])
+        return self._plan(code, *stages)
 
     def _label_case(self, labels: Sequence[Label], other: int | None) -> str:
         """The code of a cell: equal to a label, else its text equal to a label's text."""
@@ -332,6 +362,9 @@ def problems(plans: Sequence[ColumnPlan], counts: dict[str, int],
     for plan in plans:
         out.extend(plan.static)
         for c in plan.reported(counts):
+            if c.bare:
+                out.append(f"column {c.column!r} has {c.what}{c.suffix}")
+                continue
             out.append(f"column {c.column!r} has {counts[c.key]} {c.what}, first rows "
                        f"{rows.get(c.key, [])}{c.suffix}")
     return out
