@@ -9,7 +9,6 @@ import json
 import math
 import os
 import re
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -27,6 +26,7 @@ from fastmwem.quality import (
     total_variation,
 )
 from fastmwem.workloads import Marginals
+from tests._browser import headless_chrome
 
 AB = Domain(["a", "b"], [2, 2])
 # a and b always agree in the real data; the synthetic data keeps 3/4 of that.
@@ -267,35 +267,11 @@ def test_the_package_exports_the_report_lazily():
 
 # -- in a browser ---------------------------------------------------------------------------
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMEDRIVER = Path("/usr/bin/chromedriver")
 
 
 @pytest.fixture(scope="module")
 def chrome():
-    """Headless Chromium with Debian's driver (no sandbox: tests run as root).
-
-    Skips where Chromium is missing, but fails under CI (``CI=true``), which installs it.
-    """
-    if not CHROMIUM.exists() or not CHROMEDRIVER.exists():
-        reason = "Chromium or its driver is not installed (apt-get install chromium chromium-driver)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI must run this test, but {reason}")
-        pytest.skip(reason)
-    webdriver = pytest.importorskip("selenium.webdriver")
-    from selenium.webdriver.chrome.service import Service
-
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = str(CHROMIUM)
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
-                "--window-size=1000,900"):
-        opts.add_argument(arg)
-    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=opts)
-    driver.set_page_load_timeout(30)
-    try:
-        yield driver
-    finally:
-        driver.quit()
+    yield from headless_chrome()
 
 
 def test_every_image_of_the_page_renders_in_chromium(chrome, tmp_path):

@@ -22,10 +22,9 @@ import numpy as np
 import pytest
 
 from fastmwem.service.client import Client
+from tests._browser import headless_chrome
 
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMEDRIVER = Path("/usr/bin/chromedriver")
 
 
 def unavailable(reason: str) -> None:
@@ -213,21 +212,4 @@ def fresh_database(postgres_url):
 
 @pytest.fixture(scope="session")
 def chrome():
-    """Headless Chromium with Debian's driver (no sandbox: tests run as root)."""
-    if not CHROMIUM.exists() or not CHROMEDRIVER.exists():
-        unavailable("Chromium or its driver is not installed (apt-get install chromium "
-                    "chromium-driver)")
-    webdriver = pytest.importorskip("selenium.webdriver")
-    from selenium.webdriver.chrome.service import Service
-
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = str(CHROMIUM)
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
-                "--window-size=1000,900"):
-        opts.add_argument(arg)
-    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=opts)
-    driver.set_page_load_timeout(30)
-    try:
-        yield driver
-    finally:
-        driver.quit()
+    yield from headless_chrome()

@@ -11,15 +11,43 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING
+
+import numpy as np
 
 from fastmwem.accounting import ApproxDP, BoundedRange, PrivacyEvent, exact, float_below
+from fastmwem.data.schema._values import Label
 
-if TYPE_CHECKING:
-    from fastmwem.data.schema.draft import ColumnDraft
+__all__ = ["ColumnDraft", "float_within", "draft_events", "draft_budget"]
 
-__all__ = ["float_within", "draft_events", "draft_budget"]
+
+@dataclass(frozen=True)
+class ColumnDraft:
+    """What the draft does for one column, decided from public metadata only.
+
+    Attributes:
+        name: the column.
+        kind: ``"bool"``, ``"categorical"``, ``"integer"``, ``"numeric"`` or ``"datetime"``.
+        missing: whether its spec gets a missing code.
+        categories: declared categories (public), or None.
+        grid: the public candidate cut points of a number column (sorted), or None.
+    """
+
+    name: str
+    kind: str
+    missing: bool
+    categories: tuple[Label, ...] | None = None
+    grid: np.ndarray | None = None
+
+    @property
+    def learns(self) -> str | None:
+        """``"cuts"``, ``"categories"``, or None for a column that costs nothing."""
+        if self.grid is not None:
+            return "cuts"
+        if self.kind == "categorical" and self.categories is None:
+            return "categories"
+        return None
 
 
 def cut_levels(bins: int) -> int:

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, cast
 
@@ -44,6 +43,7 @@ from fastmwem.accounting import Accountant
 from fastmwem.data.io.checks import check_frame
 from fastmwem.data.schema import Categorical, ColumnSpec, Integer, Numeric, Schema
 from fastmwem.data.schema._draft_budget import (
+    ColumnDraft,
     draft_budget,
     draft_events,
     float_within,
@@ -96,34 +96,6 @@ class UndeclaredCategoriesError(ValueError):
     def __init__(self, message: str, columns: Sequence[str]) -> None:
         super().__init__(message)
         self.columns = tuple(columns)
-
-
-@dataclass(frozen=True)
-class ColumnDraft:
-    """What the draft does for one column, decided from public metadata only.
-
-    Attributes:
-        name: the column.
-        kind: ``"bool"``, ``"categorical"``, ``"integer"``, ``"numeric"`` or ``"datetime"``.
-        missing: whether its spec gets a missing code.
-        categories: declared categories (public), or None.
-        grid: the public candidate cut points of a number column (sorted), or None.
-    """
-
-    name: str
-    kind: str
-    missing: bool
-    categories: tuple[Label, ...] | None = None
-    grid: np.ndarray | None = None
-
-    @property
-    def learns(self) -> str | None:
-        """``"cuts"``, ``"categories"``, or None for a column that costs nothing."""
-        if self.grid is not None:
-            return "cuts"
-        if self.kind == "categorical" and self.categories is None:
-            return "categories"
-        return None
 
 
 def plan_columns(df: pd.DataFrame, *, bounds: Mapping[str, Sequence[object]] | None = None,
