@@ -173,11 +173,17 @@ def test_with_defaults_zcdp_states_the_guarantee_of_count_and_rounds():
     assert zcdp_to_approx_dp(result.privacy.rho, 1e-8, conversion="tight") <= 0.5
 
 
-def test_with_defaults_pure_default_keeps_fixed_rounds():
+def test_with_defaults_pure_default_anneals_on_a_dense_model_without_supersets():
     ds = dataset()
     result, choices = run_with_defaults(ds, Marginals.all_kway(ds.domain, 3), epsilon=1.0, rng=5)
-    assert not choices.adaptive and choices.noise_test is not None
+    assert choices.adaptive and choices.noise_test is not None
+    assert choices.candidates != "supersets"
     assert result.guarantee == {"definition": "pure", "epsilon": 1.0}
+    assert result.round_ledger != ()
+    # with a selection that cannot retune, the rule keeps fixed rounds
+    result, choices = run_with_defaults(ds, Marginals.all_kway(ds.domain, 3), epsilon=1.0, rng=5,
+                                        selection="lazy")
+    assert not choices.adaptive and choices.noise_test is not None
     assert result.round_ledger == ()
 
 

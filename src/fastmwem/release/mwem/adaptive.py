@@ -40,6 +40,7 @@ from fastmwem.release.mwem.rounds import (
     start_state,
     synthetic_answers,
     update,
+    within_noise,
 )
 from fastmwem.release.mwem.setup import MWEMSetup, selectable
 from fastmwem.release.result import RoundRecord
@@ -126,12 +127,45 @@ class AdaptiveRun:
         self.schedule.charge([(self.config.definition.event(share),
                                f"1-way {self.workload.describe_group(g)}: measure")
                               for g in ids])
-        for g in ids:
+        tested = self.config.noise_test is not None
+        measured = []
+        for g in ids:  # measure and apply in turn, or all first when a noise test decides
             mech, m = self._measure(g, share, rng)
-            self.run.measurements.append(m)
-            update(self.run, self.workload, m, self.run.step)
-            self._record(0, g, 0.0, share, mech, started)
+            measured.append((g, mech, m))
+            if not tested:
+                self._apply(g, mech, m, share, started)
+        if tested:
+            if self._within_noise(measured):
+                self.run.updating = False  # the start (uniform) stays the output
+            for g, mech, m in measured:
+                self._apply(g, mech, m, share, started)
         self._reuse()
+
+    def _apply(self, group: int, mech: Laplace | DiscreteGaussian, m: Measurement, share: float,
+               started: float) -> None:
+        self.run.measurements.append(m)
+        update(self.run, self.workload, m, self.run.step)
+        self._record(0, group, 0.0, share, mech, started)
+
+    def _within_noise(self, measured: list[tuple[int, Laplace | DiscreteGaussian, Measurement]]
+                      ) -> bool:
+        """The noise test on all 1-way measurements together: whether they lie within their
+        noise of the start's answers (at the largest scale among them, which only widens the
+        test's acceptance). Post-processing of released values.
+
+        The start's answers are rescaled to each measurement's own sum: the start's total is a
+        noisy count, and its error alone would otherwise read as a signal in every marginal.
+        """
+        run = self.run
+        values, start = [], []
+        for _, _, m in measured:
+            synthetic = synthetic_answers(run.state, self.workload, m.queries, run.setup.offsets)
+            mass = float(synthetic.sum())
+            values.append(m.values)
+            start.append(synthetic * (float(m.values.sum()) / mass) if mass > 0 else synthetic)
+        scale = max(noise_scale(mech) for _, mech, _ in measured)
+        return within_noise(np.concatenate(values), np.concatenate(start), scale,
+                            float(self.config.noise_test or 0.0))
 
     def _reuse(self) -> None:
         """The estimator after a measurement: reuse passes, or the weighted fit."""
@@ -172,6 +206,10 @@ class AdaptiveRun:
         before = synthetic_answers(run.state, workload, queries, setup.offsets)
         mech, m = self._measure(choice, budget.measure, rng)
         run.measurements.append(m)
+        if t == 1 and self.config.noise_test is not None and run.updating:
+            # The first selected marginal is the one the start fits worst: if even it lies
+            # within its noise of the start, later rounds would fit noise, so none updates.
+            run.noise_test, run.measure_epsilon = self.config.noise_test, float(budget.measure)
         update(run, workload, m, run.step)
         self._reuse()
         after = synthetic_answers(run.state, workload, queries, setup.offsets)

@@ -340,6 +340,14 @@ def mwem_with_defaults(
         ceiling = min(MAX_DEFAULT_ROUNDS, setup.n_candidates) if fixed is None else fixed
         if ceiling > 1:
             check(ceiling)
+    # Pure DP on a dense model: the rule anneals unless it chooses superset rounds (checked
+    # now, before the count's charge, like every plan below).
+    # Adaptive rounds need whole groups and a selection that retunes its epsilon; with other
+    # options (single queries, a lazy selection) the rule keeps fixed rounds.
+    annealed = (dict(config) if by_rule and model == "dense" and setup.group_mode
+                and getattr(setup.selection, "adaptive", False) else None)
+    if annealed is not None:
+        check(None, annealed)
     # Superset candidates, if the rule may choose them: checked now, before the count's charge.
     superset = (_superset_option(config, workload, model, limit, check, shared)
                 if by_rule or undecided else None)
@@ -381,6 +389,8 @@ def mwem_with_defaults(
             if default_rounds(**room) >= SUPERSET_MIN_ROUNDS:
                 config, ceiling, candidates = settings, top, "supersets"
                 fixed = superset_rounds(**room)
+        if annealed is not None and candidates != "supersets":
+            config, fixed, adaptive = annealed, None, True
     predicted, regime = None, REGIME_ROUNDS
     if candidates_found:
         predicted = _predict(workload.domain, candidates_found, definition, rest, float(total),

@@ -166,11 +166,12 @@ class MWEMConfig:
             to the record count (:class:`~fastmwem.release.mwem.rounds.TotalEstimate`; a noisy
             count released inside the run is refined alike); ``None``: ``total`` is exact.
         count_fraction: share of epsilon spent on the noisy record count when ``total`` is None.
-        noise_test: ``None`` (the default) or a significance level in (0, 1) (pure DP with
-            fixed rounds only): if the first
-            round's measurement lies within its Laplace noise of the starting distribution's
-            answers at that level (:func:`~fastmwem.release.mwem.rounds.within_noise`), no update is
-            made in any round and the output is the start. Post-processing: it reads only the
+        noise_test: ``None`` (the default) or a significance level in (0, 1) (pure DP, fixed
+            or adaptive rounds): if the first round's measurement lies within its Laplace noise
+            of the starting distribution's answers at that level
+            (:func:`~fastmwem.release.mwem.rounds.within_noise`), no update is made in any
+            round and the output is the start (of an adaptive run: after its 1-way
+            measurements). Post-processing: it reads only the
             noisy measurement and the synthetic distribution, so it costs no privacy.
         model: the synthetic distribution: ``"dense"`` (a vector over every cell),
             ``"junction-tree"`` (a decomposable model of clique tables,
@@ -299,9 +300,9 @@ class MWEMConfig:
         check_probability(self.count_fraction, "count_fraction")
         if self.noise_test is not None:
             check_probability(self.noise_test, "noise_test")
-            if self.privacy != "pure" or not self.rounds:
-                raise ValueError("noise_test tests a Laplace measurement of a fixed-rounds run: "
-                                 "it needs privacy='pure' and a number of rounds (>= 1)")
+            if self.privacy != "pure" or self.rounds == 0:
+                raise ValueError("noise_test tests the first round's Laplace measurement: it "
+                                 "needs privacy='pure' and rounds (a number >= 1, or adaptive)")
         if self.exclude_measured is not None and not isinstance(self.exclude_measured, bool):
             raise TypeError("exclude_measured must be a bool or None")
         if self.cell_penalty is not None:
