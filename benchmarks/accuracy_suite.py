@@ -49,8 +49,6 @@ MAX_THREE_WAY_COLUMNS = 20
 #: The policies tried for each privacy definition (keyword arguments of mwem_with_defaults).
 POLICIES: dict[str, dict[str, dict[str, object]]] = {
     "pure": {"pure-default": {}, "pure-adaptive": {"rounds": "adaptive"},
-             "pure-oneway": {"init": "one-way"},
-             "pure-finalfit": {"estimator": "final-fit"},
              "pure-adaptive-finalfit": {"rounds": "adaptive", "estimator": "final-fit"}},
     "zcdp": {"zcdp-default": {}, "zcdp-r25": {"rounds": 25}, "zcdp-r50": {"rounds": 50},
              "zcdp-adaptive": {"rounds": "adaptive"},
