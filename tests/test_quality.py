@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 import fastmwem
-from fastmwem.data import Categorical, Dataset, Domain, Numeric, Schema
+from fastmwem.data import Categorical, Dataset, Domain, Integer, Numeric, Schema
 from fastmwem.quality import (
     MarginalCounts,
     cramers_v,
@@ -293,3 +293,21 @@ def test_every_image_of_the_page_renders_in_chromium(chrome, tmp_path):
     assert all(w > 0 for w in widths), widths
     banner = chrome.find_element("id", "not-private")
     assert banner.is_displayed() and banner.text == "NOT PRIVATE: computed from the real data"
+
+
+def test_columns_with_a_missing_code_or_integer_bins_get_one_label_per_code():
+    # A drafted schema's columns have missing codes and binned integers: the page drew one
+    # tick per code and ran out of labels (IndexError) on a raw public table.
+    schema = Schema([Categorical("job", ["clerk", "nurse"], missing=True),
+                     Integer("year", edges=[1980, 1984, 1988], missing=True),
+                     Numeric("wage", edges=[0.0, 1.0, 2.0], missing=True)])
+    rng = np.random.default_rng(2)
+    n = 60
+    real = pd.DataFrame({"job": rng.choice(["clerk", "nurse", None], n),
+                         "year": pd.array(rng.integers(1980, 1988, n), dtype="Int64"),
+                         "wage": np.where(rng.random(n) < 0.2, np.nan, rng.uniform(0, 2, n))})
+    report = quality_report(real, real.sample(frac=1.0, random_state=3), schema=schema)
+    assert [len(lab) for lab in report.labels] == [3, 3, 3]
+    assert report.labels[0][-1] == report.labels[1][-1] == "missing"
+    assert report.labels[1][:2] == ("[1980, 1984)", "[1984, 1988)")
+    assert "<img" in report.html()

@@ -47,13 +47,17 @@ if TYPE_CHECKING:
 
     from fastmwem.release.result import MWEMResult
 
-__all__ = ["Synthesizer", "DENSE_CELLS"]
+__all__ = ["Synthesizer", "DENSE_CELLS", "DRAFT_FRACTION"]
 
 #: Above this many cells the Synthesizer fits a junction tree rather than a dense histogram
 #: (unless ``model`` is given). Measured at epsilon 1 on 20,000 rows (7 columns drafted to
 #: 323,680 cells): the dense final fit took 32 s, the junction tree 4.6 s (x-y correlation
 #: 0.93); MW passes over 8.9 million dense cells (palmer penguins at 16 bins) took 200 s.
 DENSE_CELLS = 2**18
+#: The draft's default share of the budget (without a schema). At 0.1, on a public table of
+#: 4,360 records and 12 columns at epsilon 1, each quantile level had epsilon 0.002 and most
+#: cuts landed outside the data; 0.3 recovered the integer columns' values.
+DRAFT_FRACTION = 0.3
 
 # Keywords of mwem_with_defaults that the Synthesizer sets itself.
 _RESERVED = ("epsilon", "delta", "rho", "privacy", "accountant", "rng", "schema")
@@ -106,7 +110,7 @@ class Synthesizer:
 
     def __init__(self, epsilon: float, delta: float | None = None, *,
                  schema: Schema | None = None, privacy: str | None = None,
-                 draft_fraction: float = 0.1, rng: RNGLike = None,
+                 draft_fraction: float = DRAFT_FRACTION, rng: RNGLike = None,
                  bounds: Mapping[str, Sequence[object]] | None = None,
                  categories: Mapping[str, Sequence[Label]] | None = None,
                  missing: Mapping[str, bool] | None = None, bins: int = 16,

@@ -43,6 +43,7 @@ from fastmwem.release.mwem import (
 )
 from fastmwem.release.result import MWEMResult
 from fastmwem.release.selection import selection_names
+from fastmwem.synthesizer import DRAFT_FRACTION
 from fastmwem.workloads.base import LinearWorkload
 from fastmwem.workloads.spec import WORKLOAD_HELP, default_workload_spec, parse_workload
 
@@ -88,9 +89,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                         help="delta of the (epsilon, delta)-DP guarantee, in (0, 1): selects "
                              "--privacy zcdp, and lets a drafted schema learn text columns' "
                              "labels")
-    parser.add_argument("--draft-fraction", type=float, default=0.1,
+    parser.add_argument("--draft-fraction", type=float, default=DRAFT_FRACTION,
                         help="without --schema or --domain: the share of the budget that "
-                             "drafts the schema (default 0.1)")
+                             f"drafts the schema (default {DRAFT_FRACTION})")
     parser.add_argument("--bins", type=int, default=16,
                         help="without --schema or --domain: bins of each number column of "
                              "the drafted schema (default 16; fewer where values repeat)")
@@ -197,7 +198,7 @@ class SynthRequest:
     progress: bool
     html: str | None = None
     numeric: str = "uniform"
-    draft_fraction: float = 0.1
+    draft_fraction: float = DRAFT_FRACTION
     bins: int = 16
 
     @property

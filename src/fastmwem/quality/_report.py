@@ -309,14 +309,17 @@ def _labels(domain: Domain, schema: Schema | None) -> tuple[tuple[str, ...], ...
 
 
 def _spec_labels(spec: object) -> tuple[str, ...]:
+    """One label per code of ``spec``: its values or bins, then "missing" for its gap code."""
     from fastmwem.data.schema import Categorical, Integer, Numeric
 
     if isinstance(spec, Categorical):
-        return tuple(str(label) for label in spec.labels)
-    if isinstance(spec, Numeric):
-        e = spec.edges
-        return tuple(f"[{a:g}, {b:g}{']' if i == len(e) - 2 else ')'}"
-                     for i, (a, b) in enumerate(zip(e, e[1:])))
-    if isinstance(spec, Integer):
-        return tuple(str(v) for v in range(spec.lower, spec.upper + 1))
-    raise TypeError(f"unknown column type {type(spec).__name__}")
+        values = tuple(str(label) for label in spec.labels)
+    elif isinstance(spec, (Numeric, Integer)) and spec.edges is not None:
+        e, last = spec.edges, ("]" if isinstance(spec, Numeric) else ")")
+        values = tuple(f"[{a:g}, {b:g}{last if i == len(e) - 2 else ')'}"
+                       for i, (a, b) in enumerate(zip(e, e[1:])))
+    elif isinstance(spec, Integer):
+        values = tuple(str(v) for v in range(spec.lower, spec.upper + 1))
+    else:
+        raise TypeError(f"unknown column type {type(spec).__name__}")
+    return values + ("missing",) if getattr(spec, "missing", False) else values

@@ -206,10 +206,6 @@ class AdaptiveRun:
         before = synthetic_answers(run.state, workload, queries, setup.offsets)
         mech, m = self._measure(choice, budget.measure, rng)
         run.measurements.append(m)
-        if t == 1 and self.config.noise_test is not None and run.updating:
-            # The first selected marginal is the one the start fits worst: if even it lies
-            # within its noise of the start, later rounds would fit noise, so none updates.
-            run.noise_test, run.measure_epsilon = self.config.noise_test, float(budget.measure)
         update(run, workload, m, run.step)
         self._reuse()
         after = synthetic_answers(run.state, workload, queries, setup.offsets)
