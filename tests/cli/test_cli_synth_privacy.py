@@ -42,7 +42,7 @@ def test_pure_run_reports_pure(coded_csv, tmp_path, cli):
     (["--privacy", "zcdp", "--delta", "0"], "(0, 1)"),
     (["--privacy", "zcdp", "--delta", "1.5"], "(0, 1)"),
     (["--privacy", "renyi"], "invalid choice"),
-    (["--rounds", "many"], "whole number or 'adaptive'"),
+    (["--rounds", "many"], "whole number, 'adaptive' or 'fixed'"),
 ])
 def test_bad_privacy_flags_are_refused_before_anything(coded_csv, tmp_path, capsys, flags,
                                                        message):

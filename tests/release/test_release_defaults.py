@@ -332,3 +332,17 @@ def test_a_superset_run_charges_its_plan_before_reading_and_stays_within_epsilon
     assert choices.candidates == "supersets"
     assert spy.ledger_at_reads == [1, 1 + 2 * choices.rounds]
     assert sum(entry.cost[0] for entry in result.ledger) <= Fraction(1)
+
+
+def test_rounds_fixed_keeps_the_rules_without_annealing():
+    ds = table([2, 3, 2, 2], 3000)
+    w = Marginals.all_kway(ds.domain, 2)
+    result, choices = run_with_defaults(ds, w, epsilon=0.7, rounds="fixed",
+                                        rng=np.random.default_rng(1))
+    assert not choices.adaptive and choices.noise_test == NOISE_TEST_ALPHA
+    assert choices.rounds_ceiling == min(MAX_DEFAULT_ROUNDS, w.n_groups)
+    assert result.round_ledger == ()
+    _, default = run_with_defaults(ds, w, epsilon=0.7, rng=np.random.default_rng(1))
+    assert default.adaptive  # the default anneals here (dense, no supersets)
+    with pytest.raises(ValueError, match="'fixed'"):
+        run_with_defaults(ds, w, epsilon=0.7, rounds="fixd", rng=np.random.default_rng(1))

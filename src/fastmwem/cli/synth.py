@@ -36,7 +36,6 @@ from fastmwem.random import split_seed
 from fastmwem.release.definitions import PrivacyDefinition, definition_of
 from fastmwem.release.mwem import (
     AUTO_REUSE_PASSES,
-    MAX_DEFAULT_ROUNDS,
     MWEMChoices,
     check_options,
     mwem_with_defaults,
@@ -103,13 +102,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                         help="output CSV (or .parquet) of synthetic records")
     parser.add_argument("--workload", default=None, help=WORKLOAD_HELP)
     parser.add_argument("--rounds", type=_rounds_arg, default=None,
-                        help="MWEM rounds T, or 'adaptive' (budget annealing: rounds continue "
-                             "until the budget is spent). Default: with --privacy zcdp, "
+                        help="MWEM rounds T, 'adaptive' (budget annealing: rounds continue "
+                             "until the budget is spent) or 'fixed' (the default's rules "
+                             "without annealing). Default: with --privacy zcdp, "
                              "adaptive when the budget is large next to the records (see "
-                             "docs/mwem.md), else 25; with pure DP chosen from epsilon, the "
-                             "workload and the noisy "
-                             "record count, at most the number of candidate groups and "
-                             f"{MAX_DEFAULT_ROUNDS} (see docs/mwem.md). A --rounds above the "
+                             "docs/mwem.md), else 25; with pure DP superset rounds when the "
+                             "noisy record count allows enough of them, else adaptive "
+                             "(see docs/mwem.md). A --rounds above the "
                              "number of candidate groups is an error")
     parser.add_argument("--reuse-passes", type=int, default=None,
                         help="most MW passes over all measurements per round (default "
@@ -163,14 +162,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _rounds_arg(text: str) -> int | str:
-    """``--rounds``: a whole number or ``adaptive``."""
-    if text == "adaptive":
+    """``--rounds``: a whole number, ``adaptive`` or ``fixed``."""
+    if text in ("adaptive", "fixed"):
         return text
     try:
         return int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"must be a whole number or 'adaptive', got {text!r}") from None
+            f"must be a whole number, 'adaptive' or 'fixed', got {text!r}") from None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -381,7 +380,8 @@ def run(args: argparse.Namespace) -> int:
                 request.report, "--report")
     elapsed = time.perf_counter() - started
     if result.updates_skipped:
-        print(f"fastmwem synth: note: the first measurement lay within its noise of the "
+        which = "every measurement" if choices.adaptive else "the first measurement"
+        print(f"fastmwem synth: note: {which} lay within its noise of the "
               f"{request.options['init']} start, so nothing in the data was detectable at this "
               "epsilon: the output is that start, not fitted to the data", file=sys.stderr)
     print(f"wrote {rows} synthetic records to {request.out} ({_guarantee(request)}, workload "

@@ -6,6 +6,8 @@ round is charged within it on the schedule's own accountant, which refuses any o
 
 from __future__ import annotations
 
+import copy
+import math
 import time
 from fractions import Fraction
 from typing import TYPE_CHECKING, Protocol, cast
@@ -14,6 +16,7 @@ import numpy as np
 
 from fastmwem.accounting import Accountant
 from fastmwem.data.domain import Domain
+from fastmwem.models.state import MWState
 from fastmwem.release._privacy import (
     PureDefinition,
     ZCDPDefinition,
@@ -127,45 +130,35 @@ class AdaptiveRun:
         self.schedule.charge([(self.config.definition.event(share),
                                f"1-way {self.workload.describe_group(g)}: measure")
                               for g in ids])
-        tested = self.config.noise_test is not None
-        measured = []
-        for g in ids:  # measure and apply in turn, or all first when a noise test decides
+        for g in ids:
             mech, m = self._measure(g, share, rng)
-            measured.append((g, mech, m))
-            if not tested:
-                self._apply(g, mech, m, share, started)
-        if tested:
-            if self._within_noise(measured):
-                self.run.updating = False  # the start (uniform) stays the output
-            for g, mech, m in measured:
-                self._apply(g, mech, m, share, started)
+            self.run.measurements.append(m)
+            update(self.run, self.workload, m, self.run.step)
+            self._record(0, g, 0.0, share, mech, started)
         self._reuse()
 
-    def _apply(self, group: int, mech: Laplace | DiscreteGaussian, m: Measurement, share: float,
-               started: float) -> None:
-        self.run.measurements.append(m)
-        update(self.run, self.workload, m, self.run.step)
-        self._record(0, group, 0.0, share, mech, started)
+    def signal_found(self, start: np.ndarray) -> bool:
+        """The noise test of a run, once its rounds are done: whether some measurement lies
+        beyond its Laplace noise of the answers of ``start`` (the starting distribution, dense),
+        at ``noise_test / measurements`` each (a Bonferroni bound: on a table that ``start``
+        describes, the test finds a signal with probability at most ``noise_test``).
 
-    def _within_noise(self, measured: list[tuple[int, Laplace | DiscreteGaussian, Measurement]]
-                      ) -> bool:
-        """The noise test on all 1-way measurements together: whether they lie within their
-        noise of the start's answers (at the largest scale among them, which only widens the
-        test's acceptance). Post-processing of released values.
-
-        The start's answers are rescaled to each measurement's own sum: the start's total is a
-        noisy count, and its error alone would otherwise read as a signal in every marginal.
+        Each measurement is compared with ``start``'s answers rescaled to its own sum, so that
+        the error of the noisy record count does not read as a signal. Post-processing of
+        released values only.
         """
         run = self.run
-        values, start = [], []
-        for _, _, m in measured:
-            synthetic = synthetic_answers(run.state, self.workload, m.queries, run.setup.offsets)
-            mass = float(synthetic.sum())
-            values.append(m.values)
-            start.append(synthetic * (float(m.values.sum()) / mass) if mass > 0 else synthetic)
-        scale = max(noise_scale(mech) for _, mech, _ in measured)
-        return within_noise(np.concatenate(values), np.concatenate(start), scale,
-                            float(self.config.noise_test or 0.0))
+        alpha = float(self.config.noise_test or 0.0) / max(len(run.measurements), 1)
+        probe = copy.copy(run.state)
+        probe.distribution = start  # type: ignore[attr-defined]  # a dense state's vector
+        for m in run.measurements:
+            expected = synthetic_answers(probe, self.workload, m.queries, run.setup.offsets)
+            mass = float(expected.sum())
+            if mass > 0:
+                expected = expected * (float(m.values.sum()) / mass)
+            if not within_noise(m.values, expected, m.std / math.sqrt(2.0), alpha):
+                return True
+        return False
 
     def _reuse(self) -> None:
         """The estimator after a measurement: reuse passes, or the weighted fit."""
@@ -255,6 +248,10 @@ def run_adaptive(private: PrivateView, workload: LinearWorkload, domain: Domain,
     run = Run(state, setup, measurements=start, step=ADAPTIVE_STEP, weighted=True)
     rounds = AdaptiveRun(run, workload, schedule, chooser, weights, config)
     rounds.totals = totals
+    # The noise test (dense models; the plan refuses others) compares every measurement with
+    # the start: a copy of its distribution is all it needs.
+    initial = (np.array(state.distribution, copy=True)
+               if config.noise_test is not None and isinstance(state, MWState) else None)
     if not start:
         rounds.one_way_first(rng)
     t = 0
@@ -265,6 +262,9 @@ def run_adaptive(private: PrivateView, workload: LinearWorkload, domain: Domain,
             bar.update()
         if last:
             break
+    if initial is not None and not rounds.signal_found(initial):
+        np.copyto(cast(MWState, run.state).distribution, initial)
+        run.updating = False  # nothing in the data was detectable: the output is the start
     return rounds, schedule.accountant
 
 

@@ -17,6 +17,14 @@ per cell, fewer and more accurate measurements. Default runs also test the first
 :mod:`fastmwem.release.mwem.rounds`): if it lies within its noise of the uniform start, the output
 stays uniform.
 
+Pure DP on a dense model. The linear rule above decides whether superset candidates get enough
+rounds (``SUPERSET_MIN_ROUNDS``); if they do, the run measures them for
+:func:`superset_rounds` fixed rounds, and otherwise it anneals (adaptive rounds, 1-way
+marginals first), with the noise test on its 1-way measurements. This choice was made by the
+accuracy suite's leave-one-table-out comparison (``benchmarks/accuracy_suite.py``): fixed
+workload rounds lost to annealing on the small tables (mroz, titanic, bundesliga) and won on
+NLTCS only where supersets apply; docs/mwem.md gives the held-out ratios to AIM.
+
 Small data. When even the most accurate candidate marginal of order >= 2, measured alone with
 the whole budget left after the count, is predicted to get noise of at least the records' own
 L1 mass (:mod:`fastmwem.release.mwem.regime`), no round can help: the default rounds release the
@@ -234,9 +242,11 @@ def mwem_with_defaults(
     :mod:`fastmwem.release.mwem.annealing`) when the model is dense and :func:`use_adaptive` says
     so from the budget and the released count, else ``MAX_DEFAULT_ROUNDS`` fixed rounds (on
     adult's junction tree, annealing scored 0.276 mean 3-way L1 at epsilon 1 against 0.174
-    for fixed rounds); under pure DP by the rounds rule of this module, with
-    the first-round noise test (``noise_test=NOISE_TEST_ALPHA`` unless given), which measured
-    better than pure-DP annealing on NLTCS (see docs/mwem.md). A pure-DP dense run whose
+    for fixed rounds); under pure DP with the first-round noise test
+    (``noise_test=NOISE_TEST_ALPHA`` unless given) and, on a dense model, adaptively unless
+    superset rounds are chosen (module docstring), else by the rounds rule of this module (a
+    factored model, or options adaptive rounds do not admit: a lazy selection, single
+    queries). A pure-DP dense run whose
     ``candidates`` are left to the default measures superset candidates instead
     (:func:`~fastmwem.release.selection.candidates.superset_workload`, with :func:`superset_rounds` and
     ``SUPERSET_SELECT_FRACTION``) when the linear rule allows at least ``SUPERSET_MIN_ROUNDS``
@@ -263,7 +273,8 @@ def mwem_with_defaults(
         workload: linear queries over the dataset's domain.
         epsilon: total privacy budget (pure), or with ``delta`` the ``(epsilon, delta)``-DP
             guarantee of a zCDP run.
-        rounds: ``None``, ``"adaptive"`` or a number of rounds (see above).
+        rounds: ``None``, ``"adaptive"``, ``"fixed"`` (the rules above without annealing)
+            or a number of rounds (see above).
         rng: ``None``, a Generator, or an integer seed for tests; a seed or a Generator the
             caller made (not by ``secure_rng()``) warns, and the result says it is not private.
         accountant: accountant to charge (a fresh one holding the budget if None).
@@ -285,11 +296,13 @@ def mwem_with_defaults(
     pure = isinstance(definition, PureDefinition)
     accountant = definition.default_accountant(budget) if accountant is None else accountant
     definition.check_accountant(accountant)
+    if isinstance(rounds, str) and rounds not in ("adaptive", "fixed"):
+        raise ValueError(f"rounds must be a number, 'adaptive', 'fixed' or None, got {rounds!r}")
+    fixed_rule = rounds == "fixed"  # the rules below, but never annealing
+    rounds = None if fixed_rule else rounds
     adaptive = rounds == "adaptive"
     undecided = rounds is None and not pure  # decided from the released count
     by_rule = rounds is None and pure
-    if isinstance(rounds, str) and rounds != "adaptive":
-        raise ValueError(f"rounds must be a number, 'adaptive' or None, got {rounds!r}")
     if rounds is not None and not adaptive:
         check_int(rounds, "rounds", minimum=1)
     elif by_rule and options.get("noise_test") is None:
@@ -340,12 +353,14 @@ def mwem_with_defaults(
         ceiling = min(MAX_DEFAULT_ROUNDS, setup.n_candidates) if fixed is None else fixed
         if ceiling > 1:
             check(ceiling)
-    # Pure DP on a dense model: the rule anneals unless it chooses superset rounds (checked
-    # now, before the count's charge, like every plan below).
-    # Adaptive rounds need whole groups and a selection that retunes its epsilon; with other
-    # options (single queries, a lazy selection) the rule keeps fixed rounds.
-    annealed = (dict(config) if by_rule and model == "dense" and setup.group_mode
+    # Pure DP: the rule anneals unless it chooses superset rounds (checked now, before the
+    # count's charge, like every plan below). Adaptive rounds need whole groups and a selection
+    # that retunes its epsilon; with other options (single queries, a lazy selection) the rule
+    # keeps fixed rounds. Their noise test needs a dense model.
+    annealed = (dict(config) if by_rule and not fixed_rule and setup.group_mode
                 and getattr(setup.selection, "adaptive", False) else None)
+    if annealed is not None and model != "dense":
+        annealed.pop("noise_test", None)
     if annealed is not None:
         check(None, annealed)
     # Superset candidates, if the rule may choose them: checked now, before the count's charge.
@@ -366,7 +381,7 @@ def mwem_with_defaults(
         noisy = counter.release(_records(dataset), rng=generator)
         total = int(round(min(max(float(noisy), 1.0), MAX_RECORDS)))  # clipping: post-processing
     if undecided:  # measured on dense models only: on adult (junction tree) annealing lost
-        adaptive = model == "dense" and use_adaptive(rest, float(total))
+        adaptive = not fixed_rule and model == "dense" and use_adaptive(rest, float(total))
         fixed = None if adaptive else ceiling
         if superset is not None:
             settings, top, per_group = superset

@@ -137,6 +137,9 @@ def plan_mwem(config: MWEMConfig, workload: LinearWorkload,
         check_int(memory_limit, "memory_limit", minimum=1)
     model, measured, setup = plan_setup(config, workload, memory_limit, shared=shared)
     _check_run(config, setup, measured)
+    if config.adaptive and config.noise_test is not None and model != "dense":
+        raise ValueError("noise_test with adaptive rounds tests a dense model: give "
+                         "model='dense', or fixed rounds")
     resources = mwem_resources(config, measured, model=model)
     check_memory(resources.memory_bytes, f"MWEM ({model}) on {resources.cells} cells",
                  memory_limit)
