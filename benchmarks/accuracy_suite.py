@@ -48,7 +48,8 @@ DELTA = 1e-9
 MAX_THREE_WAY_COLUMNS = 20
 #: The policies tried for each privacy definition (keyword arguments of mwem_with_defaults).
 POLICIES: dict[str, dict[str, dict[str, object]]] = {
-    "pure": {"pure-default": {}, "pure-fixed": {"rounds": "fixed"},
+    "pure": {"pure-default": {}, "pure-default-finalfit": {"estimator": "final-fit"},
+             "pure-fixed": {"rounds": "fixed"},
              "pure-adaptive": {"rounds": "adaptive"},
              "pure-adaptive-finalfit": {"rounds": "adaptive", "estimator": "final-fit"}},
     "zcdp": {"zcdp-default": {}, "zcdp-r25": {"rounds": 25}, "zcdp-r50": {"rounds": 50},
