@@ -142,8 +142,8 @@ def test_topk_pruned_joint_exact_law_and_clipping():
     assert chi_square_pvalue(observed, unclipped) < ALPHA
 
 
-# The samplers' bounded-memory paths, made to act on these tiny inputs: the compiled level pass
-# or the numpy one handing over one level at a time, and positions looked up two items at a time.
+# The samplers' bounded-memory paths, made to act on these tiny inputs: the level pass handing
+# over one level at a time, and positions looked up two items at a time.
 WINDOW_CASES = [
     # (counts, k, epsilon, neighbors, level_cap)
     ([6, 5, 5, 5, 5, 3, 3, 0], 3, 0.8, "add-remove", 1),  # window cut below a tie run, tail
@@ -152,12 +152,10 @@ WINDOW_CASES = [
 ]
 
 
-@pytest.fixture(params=["numpy", "compiled"])
-def small_chunks(request, monkeypatch):
-    monkeypatch.setattr(_levels, "_JIT_STEPS", 0 if request.param == "compiled" else 1 << 62)
+@pytest.fixture
+def small_chunks(monkeypatch):
     monkeypatch.setattr(_levels, "_CHUNK_EVENTS", 1)
     monkeypatch.setattr(_levels, "_CHUNK_ITEMS", 2)
-    return request.param
 
 
 @pytest.mark.parametrize("cls", [JointTopK, PNFJointTopK])

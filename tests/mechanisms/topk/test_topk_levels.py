@@ -19,13 +19,6 @@ from fastmwem.mechanisms.topk._levels import (
 )
 
 
-@pytest.fixture(params=["numpy", "compiled"])
-def level_path(request, monkeypatch):
-    """Run a test with the numpy level pass, then with the compiled one (numba)."""
-    monkeypatch.setattr(_levels, "_JIT_STEPS", 0 if request.param == "compiled" else 1 << 62)
-    return request.param
-
-
 def _brute(counts, k):
     """{(error, first position of that error): number of sequences} over sorted positions."""
     desc = sorted(counts, reverse=True)
@@ -44,7 +37,7 @@ CASES = [([5, 3, 3, 1, 0], 3), ([4, 4, 4, 4], 2), ([0, 0, 0], 3), ([9, 1, 7, 7, 
 
 
 @pytest.mark.parametrize("counts,k", CASES)
-def test_topk_level_counts_match_enumeration(counts, k, level_path):
+def test_topk_level_counts_match_enumeration(counts, k):
     sc = SortedCounts(np.array(counts, dtype=np.int64), k)
     brute = _brute(counts, k)
     levels, log_masses = level_log_masses(sc)
@@ -61,13 +54,13 @@ def test_topk_level_counts_match_enumeration(counts, k, level_path):
             assert np.exp(row[p]) == pytest.approx(brute.get((e, p), 0), rel=1e-12, abs=0)
 
 
-def test_topk_random_counts_match_enumeration(level_path):
+def test_topk_random_counts_match_enumeration():
     rng = np.random.default_rng(41)
     for _ in range(30):
         d = int(rng.integers(1, 7))
         k = int(rng.integers(1, d + 1))
         counts = rng.integers(0, 6, size=d).tolist()
-        test_topk_level_counts_match_enumeration(counts, k, level_path)
+        test_topk_level_counts_match_enumeration(counts, k)
 
 
 def test_topk_cell_sampler_stays_in_its_cell():
@@ -110,7 +103,7 @@ def _count_vectors(rng, d):
 
 @pytest.mark.parametrize("kind", ["ties", "heavy", "sparse wide", "distinct", "near 2^62",
                                   "equal"])
-def test_topk_level_pass_agrees_with_the_rows(kind, level_path):
+def test_topk_level_pass_agrees_with_the_rows(kind):
     # The level pass (log-ratios of prefix products) against the per-level rows (sums of logs),
     # two independent formulas, at sizes brute force cannot reach, for several depths; levels
     # left out of the pass must have no sequence.
@@ -132,8 +125,8 @@ def test_topk_level_pass_agrees_with_the_rows(kind, level_path):
 
 @pytest.mark.parametrize("kind", ["ties", "heavy", "sparse wide", "distinct"])
 def test_topk_window_is_the_top_of_the_full_table(kind, monkeypatch):
-    # A window cut at depth L gives the levels <= L of the full table, with either level pass,
-    # also when it hands over one level at a time (and the numpy one jumps empty stretches).
+    # A window cut at depth L gives the levels <= L of the full table, also when the level pass
+    # works one level at a time (and jumps over empty stretches).
     rng = np.random.default_rng(13)
     counts = _count_vectors(rng, 500)[kind].astype(np.int64)
     full_levels, full_masses = level_log_masses(SortedCounts(counts, 9))
@@ -141,8 +134,7 @@ def test_topk_window_is_the_top_of_the_full_table(kind, monkeypatch):
         sc = SortedCounts(counts, 9, depth)
         assert sc.n == int(np.sum(counts >= max(counts.min(), np.sort(counts)[-9] - depth)))
         keep = full_levels <= sc.depth
-        for jit_steps, chunk in itertools.product([0, 1 << 62], [None, 1]):
-            monkeypatch.setattr(_levels, "_JIT_STEPS", jit_steps)
+        for chunk in [None, 1]:
             if chunk is not None:
                 monkeypatch.setattr(_levels, "_CHUNK_EVENTS", chunk)
             levels, masses = level_log_masses(sc)
