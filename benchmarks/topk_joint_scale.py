@@ -7,7 +7,8 @@ permutation of ``0 .. d-1``, seed 100), all equal (every count 100) and heavy ti
 
 Each measurement is one fresh Python process that loads the counts (saved beforehand as
 ``.npy``), imports fastmwem and makes one ``select`` call: the wall time of that call (cold, as
-on the command line: the first call in the process) and the process's peak RSS, ``getrusage(RUSAGE_SELF).ru_maxrss`` at its
+on the command line: the first call in the process; its CPU time too, since the machine is
+shared and wall time follows its load) and the process's peak RSS, ``getrusage(RUSAGE_SELF).ru_maxrss`` at its
 end, which includes the interpreter, numpy, fastmwem and the ``8 d`` bytes of counts; the
 ``/usr/bin/time`` maximum resident set of the same process is recorded beside it when that tool
 exists. ``RUSAGE_CHILDREN`` is not used: its ``ru_maxrss`` is the largest over every child
@@ -51,11 +52,12 @@ counts = np.load(sys.argv[1])
 from fastmwem.mechanisms.topk import JointTopK
 mech = JointTopK(int(sys.argv[2]), float(sys.argv[3]))
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-t = time.perf_counter()
+t, c = time.perf_counter(), time.process_time()
 out = mech.select(counts)
-seconds = time.perf_counter() - t
+seconds, cpu = time.perf_counter() - t, time.process_time() - c
 ok = len(set(out.tolist())) == int(sys.argv[2])
-print(json.dumps({"seconds": seconds, "ok": ok, "peak_rss_before_call_mb": before,
+print(json.dumps({"seconds": seconds, "cpu_seconds": cpu, "ok": ok,
+                  "peak_rss_before_call_mb": before,
                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
@@ -95,15 +97,16 @@ def summarize(rows: dict[str, dict]) -> dict:
     draws = [r for label, r in rows.items() if label.startswith("lognormal") and "error" not in r]
     out: dict = {}
     if draws:
-        secs = [r["seconds"] for r in draws]
-        mbs = [r["peak_rss_mb"] for r in draws]
-        out["lognormal"] = {"draws": len(draws), "median_seconds": float(np.median(secs)),
-                            "worst_seconds": float(np.max(secs)),
-                            "median_peak_mb": float(np.median(mbs)),
-                            "worst_peak_mb": float(np.max(mbs))}
+        out["lognormal"] = {"draws": len(draws)}
+        for key, name in [("seconds", "seconds"), ("cpu_seconds", "cpu_seconds"),
+                          ("peak_rss_mb", "peak_mb")]:
+            vals = [r[key] for r in draws]
+            out["lognormal"][f"median_{name}"] = float(np.median(vals))
+            out["lognormal"][f"worst_{name}"] = float(np.max(vals))
     every = [r for r in rows.values() if "error" not in r]
     if every:
         out["every_input"] = {"worst_seconds": max(r["seconds"] for r in every),
+                              "worst_cpu_seconds": max(r["cpu_seconds"] for r in every),
                               "worst_peak_mb": max(r["peak_rss_mb"] for r in every)}
     return out
 
@@ -121,7 +124,8 @@ def run_size(d: int, draws: int, old_src: str | None) -> dict:
                 row = measure(src, path, workdir)
                 row["load_average"] = os.getloadavg()[0]
                 rows[version][label] = row
-                shown = (f"{row['seconds']:6.2f} s {row['peak_rss_mb']:7.1f} MB"
+                shown = (f"{row['seconds']:6.2f} s (cpu {row['cpu_seconds']:5.2f} s) "
+                         f"{row['peak_rss_mb']:7.1f} MB"
                          if "error" not in row else row["error"])
                 print(f"d={d:>10,} {version:3s} {label:20s} {shown}", flush=True)
     finally:
@@ -157,6 +161,7 @@ def plot(result: dict, path: str) -> None:
             ax.set_xticklabels([lab.replace("lognormal seed ", "ln ") for lab in labels],
                                rotation=45, ha="right", fontsize=7)
             ax.set_ylabel(unit)
+            ax.set_ylim(top=ax.get_ylim()[1] * 1.3)  # room for the legend
             ax.set_title(f"joint top-k, d = {size['d']:,}, k = {K:,}, eps = {EPSILON:g}",
                          fontsize=9)
             ax.legend(fontsize=7)
@@ -171,8 +176,14 @@ def main() -> None:
     parser.add_argument("--draws", type=int, default=10)
     parser.add_argument("--merge", action="store_true",
                         help="keep the other sizes of an existing results file")
+    parser.add_argument("--plot-only", action="store_true",
+                        help="redraw the PNG from the existing results file")
     args = parser.parse_args()
     json_path = os.path.join(RESULTS, "topk_joint_scale.json")
+    if args.plot_only:
+        with open(json_path) as fh:
+            plot(json.load(fh), os.path.join(RESULTS, "topk_joint_scale.png"))
+        return
     result: dict = {"sizes": {}}
     if args.merge and os.path.exists(json_path):
         with open(json_path) as fh:
@@ -183,7 +194,8 @@ def main() -> None:
         "counts": "rint(lognormal(3, 2)) int64, default_rng(seed), seeds 0..draws-1; all "
                   "distinct = default_rng(100).permutation(d); all equal = 100; heavy ties = "
                   "default_rng(101).integers(0, 5, d)",
-        "measure": "one fresh process per call: wall time of the first select() (cold), "
+        "measure": "one fresh process per call: wall (and CPU) time of the first select() "
+                   "(cold), "
                    "peak RSS = getrusage(RUSAGE_SELF).ru_maxrss of that process (counts "
                    "included), time_max_rss_mb = /usr/bin/time %M of the same process",
         "machine": {"python": platform.python_version(), "numpy": np.__version__,

@@ -274,10 +274,12 @@ def iter_level_log_masses(sc: SortedCounts) -> Iterator[tuple[np.ndarray, np.nda
         level = top[pos] - vals[g] - e0
         term = np.log1p(copies[g] / (higher[g] - pos))
         del pos, g
-        width = e1 - e0 + 1
-        has = np.flatnonzero(np.bincount(level, minlength=width))
-        dsum = np.bincount(level, weights=term, minlength=width)[has]
+        dsum = np.bincount(level, weights=term, minlength=e1 - e0 + 1)
         del level, term
+        # every term is > 0 (at least log1p(1/n), far above the smallest double), so a level
+        # has a sequence exactly when its sum is > 0
+        has = np.flatnonzero(dsum)
+        dsum = dsum[has]
         partial = np.cumsum(dsum)
         logs = (log_n + partial) + carry + np.log(-np.expm1(-dsum))
         # ln N at the end of the chunk, with Neumaier's compensation
