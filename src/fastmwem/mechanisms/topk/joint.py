@@ -34,9 +34,10 @@ __all__ = ["JointTopK", "PNFJointTopK", "PrunedJointTopK", "joint", "pnf_joint",
 _TAIL_BETA = 1e-10
 
 # Largest (levels x k) table the joint samplers may have to build, as bounded from the public
-# parameters (d, k, epsilon, level cap) alone. A cell costs about 50-150 ns on the 2-core
-# development machine, so the limit keeps a call under about 15-40 s; beyond it the call is
-# refused before the charge instead of running for minutes or hours.
+# parameters (d, k, epsilon, level cap) alone. A cell costs at most one step of the level pass,
+# about 15-35 ns of CPU on the 2-core development machine, so the limit keeps a call under
+# about 10 s of CPU; beyond it the call is refused before the charge instead of running for
+# minutes or hours.
 MAX_TABLE_CELLS = 1 << 28
 
 # Largest bound on the weight of the levels beyond an explicit level_cap (relative to level 0's
@@ -56,7 +57,7 @@ def _check_table(name: str, k: int, d: int, epsilon: float, levels: int) -> None
         raise ValueError(
             f"{name} with k={k} over d={d} items at epsilon={epsilon:g} may have to count "
             f"{levels:,} error levels x k = {cells:.3g} table cells, above the limit of "
-            f"{MAX_TABLE_CELLS:,} (tens of seconds); the levels needed grow like "
+            f"{MAX_TABLE_CELLS:,} (seconds); the levels needed grow like "
             f"2 Delta k ln(d) / epsilon. Use a smaller k or a larger epsilon, or a method "
             f"whose time does not grow with k^2 (cdp-peel, laplace or gamma)"
         )
