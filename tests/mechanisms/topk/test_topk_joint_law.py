@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from fastmwem.mechanisms.exponential import ExponentialMechanism, PermuteAndFlip
-from fastmwem.mechanisms.topk import JointTopK, PNFJointTopK, PrunedJointTopK
+from fastmwem.mechanisms.topk import JointTopK, PNFJointTopK, PrunedJointTopK, _levels
 from fastmwem.testing.stats import chi_square_pvalue
 from tests.mechanisms.topk._exact import errors, joint_law, lam_of, pnf_joint_law, pruned_law, tally
 
@@ -140,3 +140,61 @@ def test_topk_pruned_joint_exact_law_and_clipping():
     assert chi_square_pvalue(observed, probs) > ALPHA
     _, unclipped = joint_law(counts, k, lam_of(eps, "add-remove"))
     assert chi_square_pvalue(observed, unclipped) < ALPHA
+
+
+# The samplers' bounded-memory paths, made to act on these tiny inputs: the level pass handing
+# over one level at a time, and positions looked up two items at a time.
+WINDOW_CASES = [
+    # (counts, k, epsilon, neighbors, level_cap)
+    ([6, 5, 5, 5, 5, 3, 3, 0], 3, 0.8, "add-remove", 1),  # window cut below a tie run, tail
+    ([2, 9, 2, 2, 9, 2, 0, 2], 3, 0.6, "replace", None),   # runs straddling the k-th
+    ([0, 100, 100, 300, 130, 230], 2, 0.02, "add-remove", 150),  # sparse levels + tail
+]
+
+
+@pytest.fixture
+def small_chunks(monkeypatch):
+    monkeypatch.setattr(_levels, "_CHUNK_EVENTS", 1)
+    monkeypatch.setattr(_levels, "_CHUNK_ITEMS", 2)
+
+
+@pytest.mark.parametrize("cls", [JointTopK, PNFJointTopK])
+@pytest.mark.parametrize("counts,k,epsilon,neighbors,cap", WINDOW_CASES)
+def test_topk_joint_exact_law_with_small_chunks(cls, counts, k, epsilon, neighbors, cap,
+                                                small_chunks):
+    mech = cls(k, epsilon, neighbors, level_cap=cap)
+    delta = 1 if neighbors == "add-remove" else 2
+    if cls is JointTopK:
+        seqs, probs = joint_law(counts, k, lam_of(epsilon, neighbors))
+    else:
+        seqs, probs = pnf_joint_law(counts, k, epsilon, delta)
+    observed = tally(_draw(mech, counts, DRAWS, 19), seqs)
+    assert chi_square_pvalue(observed, probs) > ALPHA
+
+
+def test_topk_joint_window_cases_reach_the_tail_and_the_ties():
+    # The first window case means something only if sequences beyond the cap (through items
+    # out of the window) carry real mass.
+    counts, k, eps, cap = WINDOW_CASES[0][0], 3, 0.8, 1
+    seqs, probs = joint_law(counts, k, lam_of(eps, "add-remove"))
+    assert probs[errors(counts, seqs) > cap].sum() > 0.2
+
+
+def test_topk_joint_power_wrong_epsilon_with_small_chunks(small_chunks):
+    counts, k, eps, neighbors, cap = WINDOW_CASES[0]
+    observed = tally(_draw(JointTopK(k, eps, neighbors, level_cap=cap), counts, DRAWS, 20),
+                     joint_law(counts, k, 1.0)[0])
+    seqs, right = joint_law(counts, k, lam_of(eps, neighbors))
+    _, wrong = joint_law(counts, k, lam_of(1.5 * eps, neighbors))
+    assert chi_square_pvalue(observed, right) > ALPHA
+    assert chi_square_pvalue(observed, wrong) < ALPHA
+
+
+def test_topk_pruned_joint_exact_law_with_small_chunks(small_chunks):
+    counts, k, eps, beta = [9, 6, 6, 4, 2, 0], 2, 4.0, 0.9
+    mech = PrunedJointTopK(k, eps, beta=beta)
+    tau = mech.tau(len(counts))
+    assert 0 < tau < 9
+    seqs, probs = pruned_law(counts, k, lam_of(eps, "add-remove"), tau)
+    observed = tally(_draw(mech, counts, DRAWS, 23), seqs)
+    assert chi_square_pvalue(observed, probs) > ALPHA

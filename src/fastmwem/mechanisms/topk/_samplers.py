@@ -1,9 +1,11 @@
-"""Exact samplers for the joint top-k laws, working on sorted positions.
+"""Exact samplers for the joint top-k laws; each returns the caller's item indices.
 
 Every sampler draws from its law exactly (up to the usual idealisation of floating-point
 uniforms): the error levels ``0 .. L`` are counted explicitly, and the levels beyond ``L`` are
 reached by rejection from uniform sequences against an exact upper bound on their weight, so the
-cap ``L`` trades speed only.
+cap ``L`` trades speed only. The counted levels arrive in chunks and are reduced as they come
+(a running Gumbel-max or noisy max, and a running log-sum-exp), so no array over all levels is
+kept.
 """
 
 from __future__ import annotations
@@ -14,8 +16,7 @@ import numpy as np
 
 from fastmwem.mechanisms.topk._levels import (
     SortedCounts,
-    error_levels,
-    level_log_masses,
+    iter_level_log_masses,
     level_row,
     log_num_sequences,
     sequence_in_cell,
@@ -30,31 +31,53 @@ def _gumbel_argmax(logw: np.ndarray, rng: np.random.Generator) -> int:
 
 
 def _cell_sequence(sc: SortedCounts, e: int, rng: np.random.Generator) -> np.ndarray:
-    """A uniform sequence among those with error exactly ``e``."""
+    """A uniform sequence (item indices) among those with error exactly ``e``."""
     t_prev, t_cur, row = level_row(sc, e)
     p = _gumbel_argmax(row, rng)
-    return sequence_in_cell(t_prev, t_cur, p, rng)
+    return sc.items(sequence_in_cell(t_prev, t_cur, p, rng))
 
 
-def _logsumexp(x: np.ndarray) -> float:
-    m = float(np.max(x))
-    if not math.isfinite(m):
-        return m
-    return m + math.log(float(np.sum(np.exp(x - m))))
+def _uniform_items(sc: SortedCounts, rng: np.random.Generator) -> tuple[np.ndarray, int]:
+    """A uniform sequence of distinct items and its error (a uniform sequence of sorted
+    positions mapped by any fixed bijection is a uniform sequence of items)."""
+    items = uniform_sequence(sc.d, sc.k, rng)
+    return items, sc.error_of_items(items)
+
+
+def _gumbel_max_level(sc: SortedCounts, lam: float,
+                      rng: np.random.Generator) -> tuple[int, float, float]:
+    """Gumbel-max over the counted levels, chunk by chunk, with log-weights
+    ``ln #level - lam e``: the winning level, its noisy log-weight, and ``ln`` of the total
+    weight of the counted levels."""
+    best, best_level = -math.inf, -1
+    top, total = -math.inf, 0.0  # running log-sum-exp: total * exp(top)
+    for levels, log_m in iter_level_log_masses(sc):
+        logw = log_m - lam * levels.astype(np.float64)
+        noisy = logw + rng.gumbel(size=logw.size)
+        i = int(np.argmax(noisy))
+        if noisy[i] > best:
+            best, best_level = float(noisy[i]), int(levels[i])
+        m = float(np.max(logw))
+        if m > top:
+            total *= math.exp(top - m)
+            top = m
+        total += float(np.sum(np.exp(logw - top)))
+    return best_level, best, top + math.log(total)
 
 
 def sample_joint(sc: SortedCounts, lam: float, last: int, rng: np.random.Generator) -> np.ndarray:
     """Draw S with P(S) proportional to exp(-lam * e(S)); levels ``0 .. last`` counted exactly.
 
-    Each attempt either draws from the counted levels (total weight ``H``) or, with probability
-    ``B / (H + B)`` where ``B = d!/(d-k)! * exp(-lam (last + 1))`` bounds the weight of all deeper
-    levels, draws a uniform sequence and keeps it if its error exceeds ``last``, with probability
+    ``sc`` must reach ``last`` (``sc.depth >= last``). Each attempt either draws from the
+    counted levels (total weight ``H``) or, with probability ``B / (H + B)`` where
+    ``B = d!/(d-k)! * exp(-lam (last + 1))`` bounds the weight of all deeper levels, draws a
+    uniform sequence and keeps it if its error exceeds ``last``, with probability
     ``exp(-lam (e - last - 1))``; otherwise it starts again. Every sequence then comes out of an
-    attempt with probability ``exp(-lam e(S)) / (H + B)``, which is the law exactly.
+    attempt with probability ``exp(-lam e(S)) / (H + B)``, which is the law exactly. The level
+    of the counted branch is drawn once, up front: it is independent of the attempts' coins and
+    used at most once.
     """
-    levels = error_levels(sc, last)
-    logw = level_log_masses(sc, levels) - lam * levels
-    log_head = _logsumexp(logw)
+    level, _, log_head = _gumbel_max_level(sc, lam, rng)
     if last >= sc.span:
         p_tail = 0.0
     else:
@@ -62,12 +85,11 @@ def sample_joint(sc: SortedCounts, lam: float, last: int, rng: np.random.Generat
         p_tail = math.exp(log_tail - np.logaddexp(log_head, log_tail))
     while True:
         if p_tail > 0.0 and rng.random() < p_tail:
-            seq = uniform_sequence(sc.d, sc.k, rng)
-            err = sc.error(seq)
+            seq, err = _uniform_items(sc, rng)
             if err > last and rng.random() < math.exp(-lam * (err - last - 1)):
                 return seq
             continue
-        return _cell_sequence(sc, int(levels[_gumbel_argmax(logw, rng)]), rng)
+        return _cell_sequence(sc, level, rng)
 
 
 def _max_expo(log_m: np.ndarray, lam: float, rng: np.random.Generator) -> np.ndarray:
@@ -135,14 +157,12 @@ def sample_pnf_joint(sc: SortedCounts, lam: float, last: int,
     kept with probability ``exp(-lam (e(S) - last - 1))``. A kept one has noisy value ``v`` plus a
     fresh Expo(lam) (memorylessness), and the largest value wins.
     """
-    levels = error_levels(sc, last)
-    log_m = level_log_masses(sc, levels)
-    noisy = np.full(levels.size, -np.inf)
-    ok = np.isfinite(log_m)
-    noisy[ok] = _max_expo(log_m[ok], lam, rng) - levels[ok]
-    best_index = int(np.argmax(noisy))
-    best_level = int(levels[best_index])
-    best = float(noisy[best_index])
+    best, best_level = -math.inf, -1
+    for levels, log_m in iter_level_log_masses(sc):
+        noisy = _max_expo(log_m, lam, rng) - levels
+        i = int(np.argmax(noisy))
+        if noisy[i] > best:
+            best, best_level = float(noisy[i]), int(levels[i])
     if last < sc.span:
         log_n = log_num_sequences(sc.d, sc.k)
         n_exact = math.perm(sc.d, sc.k) if log_n < 600 else None
@@ -151,12 +171,11 @@ def sample_pnf_joint(sc: SortedCounts, lam: float, last: int,
         winner = None
         top_value = best
         while len(seen) < marks:
-            seq = uniform_sequence(sc.d, sc.k, rng)
+            seq, err = _uniform_items(sc, rng)
             key = tuple(seq.tolist())
             if key in seen:
                 continue
             seen.add(key)
-            err = sc.error(seq)
             if err > last and rng.random() < math.exp(-lam * (err - last - 1)):
                 value = best + rng.standard_exponential() / lam
                 if value > top_value:
@@ -170,23 +189,19 @@ def sample_pruned_joint(sc: SortedCounts, lam: float, tau: int,
                         rng: np.random.Generator) -> np.ndarray:
     """Draw S with P(S) proportional to exp(-lam * min(e(S), tau)) (Wu and Zhang's utility).
 
-    Levels below ``tau`` are counted; the clipped level holds the ``d!/(d-k)! - N(tau - 1)``
-    sequences with error ``>= tau``, counted exactly with Python integers, and is sampled by
-    rejection from uniform sequences.
+    ``sc`` must reach ``min(tau - 1, span)``. Levels below ``tau`` are counted; the clipped
+    level holds the ``d!/(d-k)! - N(tau - 1)`` sequences with error ``>= tau``, counted exactly
+    with Python integers, and is sampled by rejection from uniform sequences.
     """
-    head_last = min(tau - 1, sc.span)
-    levels = error_levels(sc, head_last)
-    logw = level_log_masses(sc, levels) - lam * levels
+    level, best, _ = _gumbel_max_level(sc, lam, rng)
     if tau <= sc.span:
         t = sc.at_least(sc.top - (tau - 1))
         below = math.prod(int(x) for x in (t - np.arange(sc.k)))
         clipped = math.perm(sc.d, sc.k) - below
-        log_clip = math.log(clipped) - lam * tau if clipped > 0 else -math.inf
-        logw = np.append(logw, log_clip)
-    choice = _gumbel_argmax(logw, rng)
-    if choice < levels.size:
-        return _cell_sequence(sc, int(levels[choice]), rng)
-    while True:
-        seq = uniform_sequence(sc.d, sc.k, rng)
-        if sc.error(seq) >= tau:
-            return seq
+        # the clipped level joins the Gumbel-max of the counted ones
+        if clipped > 0 and math.log(clipped) - lam * tau + rng.gumbel() > best:
+            while True:
+                seq, err = _uniform_items(sc, rng)
+                if err >= tau:
+                    return seq
+    return _cell_sequence(sc, level, rng)

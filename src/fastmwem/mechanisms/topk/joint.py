@@ -11,7 +11,12 @@ import numpy as np
 from fastmwem._validation import check_int, check_probability
 from fastmwem.accounting import Accountant, BoundedRange, PureDP
 from fastmwem.mechanisms.topk._common import TopKMechanism, check_k_fits, delta_of
-from fastmwem.mechanisms.topk._levels import SortedCounts, default_level_cap, log_num_sequences
+from fastmwem.mechanisms.topk._levels import (
+    SortedCounts,
+    count_span,
+    default_level_cap,
+    log_num_sequences,
+)
 from fastmwem.mechanisms.topk._samplers import (
     sample_joint,
     sample_pnf_joint,
@@ -29,9 +34,10 @@ __all__ = ["JointTopK", "PNFJointTopK", "PrunedJointTopK", "joint", "pnf_joint",
 _TAIL_BETA = 1e-10
 
 # Largest (levels x k) table the joint samplers may have to build, as bounded from the public
-# parameters (d, k, epsilon, level cap) alone. A cell costs about 50-150 ns on the 2-core
-# development machine, so the limit keeps a call under about 15-40 s; beyond it the call is
-# refused before the charge instead of running for minutes or hours.
+# parameters (d, k, epsilon, level cap) alone. A cell costs at most one step of the level pass,
+# about 15-35 ns of CPU on the 2-core development machine, so the limit keeps a call under
+# about 10 s of CPU; beyond it the call is refused before the charge instead of running for
+# minutes or hours.
 MAX_TABLE_CELLS = 1 << 28
 
 # Largest bound on the weight of the levels beyond an explicit level_cap (relative to level 0's
@@ -51,7 +57,7 @@ def _check_table(name: str, k: int, d: int, epsilon: float, levels: int) -> None
         raise ValueError(
             f"{name} with k={k} over d={d} items at epsilon={epsilon:g} may have to count "
             f"{levels:,} error levels x k = {cells:.3g} table cells, above the limit of "
-            f"{MAX_TABLE_CELLS:,} (tens of seconds); the levels needed grow like "
+            f"{MAX_TABLE_CELLS:,} (seconds); the levels needed grow like "
             f"2 Delta k ln(d) / epsilon. Use a smaller k or a larger epsilon, or a method "
             f"whose time does not grow with k^2 (cdp-peel, laplace or gamma)"
         )
@@ -95,10 +101,12 @@ class _JointBase(TopKMechanism):
         _check_table(self.label, self.k, d, self.epsilon, need + 1)
 
     def _levels(self, counts: np.ndarray) -> tuple[SortedCounts, int]:
-        sc = SortedCounts(counts, self.k)
+        span = count_span(counts)
         if self.level_cap is None:
-            return sc, default_level_cap(sc, self.scale, _TAIL_BETA)
-        return sc, min(int(self.level_cap), sc.span)
+            last = default_level_cap(counts.size, self.k, span, self.scale, _TAIL_BETA)
+        else:
+            last = min(int(self.level_cap), span)
+        return SortedCounts(counts, self.k, depth=last, span=span), last
 
 
 @dataclass(frozen=True)
@@ -119,10 +127,12 @@ class JointTopK(_JointBase):
     ``level_cap`` (default: Wu and Zhang's threshold for a 1e-10 tail bound, capped by the
     count range) are reached lazily by exact rejection, so the law is exactly Joint's for every
     ``level_cap`` and only the speed depends on it (a cap far below the default makes the
-    rejection step slow; it exists for tuning and testing). Expected time
-    O(d log d + k^2 ln(d)/eps), and no more than k times the number of distinct count
-    differences when the count range is wide; memory O(d + k) plus a bounded chunk of the
-    level table. A call whose table may exceed :data:`MAX_TABLE_CELLS` cells by the public bound
+    rejection step slow; it exists for tuning and testing). Expected time O(d) for a few
+    passes over the counts, plus one step per (top-k position, count value within the cap
+    below it) pair, at most ``k (L + 1)`` (about ``k^2 ln(d)/eps``); only the counts within
+    ``L`` of the k-th largest are copied (sorted only when their values are sparse), so memory
+    is O(n + k) for those n counts, plus bounded chunks, whatever the counts' distribution. A
+    call whose table may exceed :data:`MAX_TABLE_CELLS` cells by the public bound
     ``k (2 Delta / epsilon)(ln(d!/(d-k)!) + ln 1e10)`` is refused before the charge (at
     ``d = 166,000`` and ``epsilon = 1``: ``k`` up to 3,342), and so is a ``level_cap`` that
     leaves the rejection step more than about a million attempts.
@@ -139,7 +149,7 @@ class JointTopK(_JointBase):
 
     def _select(self, counts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         sc, last = self._levels(counts)
-        return sc.items(sample_joint(sc, self.scale, last, rng))
+        return sample_joint(sc, self.scale, last, rng)
 
 
 @dataclass(frozen=True)
@@ -167,7 +177,7 @@ class PNFJointTopK(_JointBase):
 
     def _select(self, counts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         sc, last = self._levels(counts)
-        return sc.items(sample_pnf_joint(sc, self.scale, last, rng))
+        return sample_pnf_joint(sc, self.scale, last, rng)
 
 
 @dataclass(frozen=True)
@@ -213,8 +223,10 @@ class PrunedJointTopK(TopKMechanism):
         _check_table(self.label, self.k, d, self.epsilon, self.tau(d) + 1)
 
     def _select(self, counts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        sc = SortedCounts(counts, self.k)
-        return sc.items(sample_pruned_joint(sc, self.scale, self.tau(counts.size), rng))
+        tau = self.tau(counts.size)
+        span = count_span(counts)
+        sc = SortedCounts(counts, self.k, depth=min(tau - 1, span), span=span)
+        return sample_pruned_joint(sc, self.scale, tau, rng)
 
 
 def joint(counts: object, k: int, *, epsilon: float, rng: RNGLike = None,
