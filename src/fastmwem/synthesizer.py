@@ -29,8 +29,7 @@ from fastmwem.accounting import (
     show,
 )
 from fastmwem.data.io.checks import check_frame
-from fastmwem.data.schema import ColumnSpec, Schema
-from fastmwem.data.schema._values import Label
+from fastmwem.data.schema import ColumnSpec, Label, Schema
 from fastmwem.data.schema.draft import (
     MAX_CATEGORIES,
     ColumnDraft,
