@@ -188,6 +188,11 @@ class BitPackedIndex(ExactScanIndex):
         self._n = 0
         self._max_popcount = 0
         self._last_tables: tuple[bytes, np.ndarray] | None = None
+        #: Compiled searches (one pass over the keys each), those that took a second look at
+        #: some sub-blocks, and the keys those rescanned (diagnostics for tests and benchmarks).
+        self.searches = 0
+        self.second_looks = 0
+        self.rescanned_keys = 0
 
     @property
     def n_keys(self) -> int:
@@ -299,8 +304,13 @@ class BitPackedIndex(ExactScanIndex):
         if self._kernels is None or k >= self._n:
             return super()._top(v, k, absolute)
         planes, window = self._planes(v)
-        ids, approx = self._kernels.top_candidates(self._words, planes, self._n, absolute, k,
-                                                   window, self._threads())
+        ids, approx, rescanned = self._kernels.top_candidates(self._words, planes, self._n,
+                                                              absolute, k, window,
+                                                              self._threads())
+        self.searches += 1
+        if rescanned >= 0:
+            self.second_looks += 1
+            self.rescanned_keys += rescanned
         kth = np.partition(approx, approx.size - k)[approx.size - k]
         ids = ids[approx >= kth - window]
         exact = self._exact(ids, v)
