@@ -279,22 +279,24 @@ class WarmStartIndex(IndexBase):
         """Exact scores of the keys of the prefix that can reach its top k: one scan of the
         (contiguous) prefix with a proven error ``E``, then exact scores of the keys within
         ``2 E`` of its k-th approximate score (the window argument of ``indices._topk``)."""
-        ids = self._sids[:prefix]
+        rows = self._sorted_rows(prefix)
+        ids, keys, offsets = self._sids[:prefix], rows.rows, rows.offsets
         if prefix > 2 * k:
-            approx, error = self._sorted_rows(prefix).scan(v)
+            approx, error = rows.scan(v)
             error = (error + gamma(self.dimension + 3, U64)
                      * holder_bound(self._key_stats().norms, v) + 2.0**-1060) * _SAFE
             kth = np.partition(approx, prefix - k)[prefix - k]
-            ids = ids[approx >= kth - 2.0 * error]
-        return ids, self._exact(ids, v)
+            keep = np.flatnonzero(approx >= kth - 2.0 * error)
+            ids, keys, offsets = ids[keep], keys[keep], offsets[keep]
+        # the same bits as _exact (a row-wise sum of the same rows and offsets)
+        return ids, exact_dot(keys, v[:-1]) + float(v[-1]) * offsets
 
     def _sorted_rows(self, count: int) -> FloatRows:
-        """The first ``count`` keys of the sorted part as float rows, copied from ``A`` on first
-        use (at least twice as many as before, up to the sorted part: a few copies per order)."""
+        """The first ``count`` keys of the sorted part as float rows (the rest of the part is
+        copied from ``A`` the first time a prefix goes beyond the rows copied so far)."""
         if count > self._filled:
-            stop = min(self._order.size, max(count, 2 * self._filled))
-            self._srows[self._filled:stop] = self._A[self._sids[self._filled:stop]]
-            self._filled = stop
+            self._srows[self._filled:] = self._A[self._sids[self._filled:]]
+            self._filled = self._order.size
         return FloatRows(self._srows[:count], self._soffs[:count], self._key_stats().norms,
                          self.dimension)
 
@@ -320,7 +322,7 @@ class WarmStartIndex(IndexBase):
             v, self._region_size or max(16 * k, m // 16))
         self._ids = ids.astype(np.int64, copy=False)
         self._v0, self._err0 = v.copy(), error
-        self._set_order(approx, v, error, k)
+        self._set_order(approx, v, error, k, first=True)
         self.rescans += 1
 
     def _rescan_region(self, v: np.ndarray, k: int) -> None:
@@ -331,7 +333,8 @@ class WarmStartIndex(IndexBase):
         self._set_order(approx, v, error, k)
         self.region_rescans += 1
 
-    def _set_order(self, approx: np.ndarray, v: np.ndarray, error: float, k: int) -> None:
+    def _set_order(self, approx: np.ndarray, v: np.ndarray, error: float, k: int,
+                   first: bool = False) -> None:
         """Sort the best quarter of the region by ``approx`` (at least ``16 k``)."""
         if self._region is None:
             raise RuntimeError("the region is sorted before any full scan")
@@ -345,7 +348,9 @@ class WarmStartIndex(IndexBase):
         else:
             # The sorted part keeps float rows even when the region is 16-bit: rescoring a
             # prefix then has the float scan's narrow window (a few keys to score exactly, not
-            # thousands). They are copied from A as prefixes reach them (see _sorted_rows).
+            # thousands). After a full scan, whose round costs the most, only the first 4 k are
+            # copied now (its prefixes start near k); the rest when a prefix reaches them.
+            self._filled = min(self._order.size, 4 * k) if first else self._order.size
             self._srows = np.empty((self._order.size, self._A.shape[1]), dtype=self._A.dtype)
-            self._filled = 0
+            self._srows[:self._filled] = self._A[self._sids[:self._filled]]
         self._v1, self._err1 = v.copy(), error
