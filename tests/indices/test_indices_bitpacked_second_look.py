@@ -166,8 +166,8 @@ def test_keys_in_score_order_give_the_brute_force_top_k(order):
 
 
 def test_sub_block_maxima_bound_the_keys_and_skip_the_padding():
-    # The recorded maxima are each the best score of its 16 keys; the padding keys of the last
-    # block never count.
+    # The recorded maxima are each the best score of its 16 keys, the flags mark the keys
+    # reaching the threshold; the padding keys of the last block never count.
     kernels = _kernels()
     rng = np.random.default_rng(14)
     n, d = 3 * BLOCK - 21, 64
@@ -181,9 +181,14 @@ def test_sub_block_maxima_bound_the_keys_and_skip_the_padding():
     maxima = np.empty(n_blocks * width // kernels._SUB, dtype=np.int64)
     acc = np.empty(width, dtype=np.int64)
     pairs = np.empty(width // 2, dtype=np.int64)
+    flags = np.empty(width, dtype=np.uint8)
+    threshold = int(np.median(scores))
     for b in range(n_blocks):
         acc[:] = kernels.scan(words[b:b + 1], planes, False, 1)
-        kernels._record_maxima(acc, min(width, n - b * width), b, pairs, maxima)
+        stop = min(width, n - b * width)
+        kernels._record_maxima(acc, stop, b, threshold, flags, pairs, maxima)
+        np.testing.assert_array_equal(flags[:stop], scores[b * width:b * width + stop] >= threshold)
+        assert not flags[stop:].any()  # padding keys never reach a threshold
     padded = np.full(n_blocks * width, kernels._PADDING, dtype=np.int64)
     padded[:n] = scores
     np.testing.assert_array_equal(maxima, padded.reshape(-1, kernels._SUB).max(axis=1))

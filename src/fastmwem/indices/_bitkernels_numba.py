@@ -173,10 +173,12 @@ def _block_scores(words: np.ndarray, b: int, planes: np.ndarray, absolute: bool,
             acc[r] = abs(acc[r])
 
 
-def _record_maxima(acc: np.ndarray, stop: int, b: int, pairs: np.ndarray,
-                   maxima: np.ndarray) -> None:  # pragma: no cover - compiled
-    """``maxima`` of the block's sub-blocks of ``_SUB`` keys; padding keys (``r >= stop``) score
-    ``_PADDING``, below every threshold, from here on."""
+def _record_maxima(acc: np.ndarray, stop: int, b: int, threshold: int, flags: np.ndarray,
+                   pairs: np.ndarray, maxima: np.ndarray) -> None:
+    # pragma: no cover - compiled
+    """``maxima`` of the block's sub-blocks of ``_SUB`` keys, and ``flags[r]`` = key ``r``
+    reaches ``threshold`` (in the same pass over the scores); padding keys (``r >= stop``)
+    score ``_PADDING``, below every threshold, from here on."""
     for r in range(stop, acc.size):
         acc[r] = _PADDING
     # Maxima of pairs, then of pairs of pairs: each step vectorises (a loop over a sub-block
@@ -185,12 +187,17 @@ def _record_maxima(acc: np.ndarray, stop: int, b: int, pairs: np.ndarray,
     for i in range(size):
         x, y = acc[2 * i], acc[2 * i + 1]
         pairs[i] = x if x > y else y
-    while size > acc.size // _SUB:
+        flags[2 * i] = x >= threshold
+        flags[2 * i + 1] = y >= threshold
+    while size > 2 * (acc.size // _SUB):
         size //= 2
         for i in range(size):
             x, y = pairs[2 * i], pairs[2 * i + 1]
             pairs[i] = x if x > y else y
-    maxima[b * size:(b + 1) * size] = pairs[:size]
+    size //= 2
+    for i in range(size):
+        x, y = pairs[2 * i], pairs[2 * i + 1]
+        maxima[b * size + i] = x if x > y else y
 
 
 def _collect(words: np.ndarray, planes: np.ndarray, n: int, absolute: bool, k: int, window: int,
@@ -225,12 +232,10 @@ def _collect(words: np.ndarray, planes: np.ndarray, n: int, absolute: bool, k: i
             break
         _block_scores(words, b, planes, absolute, sampled, sample, acc)
         stop = min(width, n - b * width)
-        _record_maxima(acc, stop, b, pairs, maxima)
+        threshold = max(threshold, shared[0])
+        _record_maxima(acc, stop, b, threshold, flags, pairs, maxima)
         if crowded:
             continue
-        threshold = max(threshold, shared[0])
-        for r in range(width):
-            flags[r] = acc[r] >= threshold
         for i in range(flag_words.size):
             if flag_words[i] == 0:
                 continue
