@@ -269,7 +269,8 @@ def plot(summary: dict, path: str, args: argparse.Namespace) -> None:
     labels, rows = [], []
     for config, per_kind in summary["configs"].items():
         for kind in per_kind["new"]:
-            labels.append(f"{config}\n{kind}")
+            short = config.replace("bitpacked ", "").replace(" (LP, d=50)", "\n(LP)")
+            labels.append(f"{short}\n{kind}")
             rows.append((per_kind["old"][kind]["wall"], per_kind["new"][kind]["wall"]))
     fig, axes = plt.subplots(1, 2, figsize=(13, 4.8), sharey=True)
     x = range(len(labels))
@@ -307,9 +308,19 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true",
                         help="m = 1e5, 20 vectors per kind, 60 LP rounds")
     parser.add_argument("--output", default="lazy_selection_tails")
+    parser.add_argument("--replot", action="store_true", help="redraw the PNG from the JSON")
     args = parser.parse_args()
     if args.child:
         child(args.child)
+        return
+    if args.replot:
+        stem = os.path.join(RESULTS, args.output)
+        with open(stem + ".json", encoding="utf-8") as fh:
+            saved = json.load(fh)
+        for key in ("m", "vectors_per_kind", "lp_rounds"):
+            setattr(args, {"vectors_per_kind": "vectors", "lp_rounds": "rounds"}.get(key, key),
+                    saved["meta"][key])
+        plot(saved["summary"], stem + ".png", args)
         return
     if args.quick:
         args.m, args.vectors, args.classic, args.rounds = 10**5, 20, 6, 60
