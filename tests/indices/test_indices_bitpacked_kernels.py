@@ -120,8 +120,8 @@ def test_a_one_thread_run_does_not_serve_its_build_to_a_two_thread_run(tmp_path)
 @pytest.mark.parametrize("buffer", [(1, 8), (2, 64), (32, 16384)])
 def test_refills_and_crowded_buffers_keep_the_exact_top(monkeypatch, buffer, threads):
     # A tiny buffer refills (raises its threshold) constantly and overflows under ties, which
-    # retries with a larger one; two threads share blocks and thresholds. The result must not
-    # change.
+    # then takes a second look at the sub-blocks that can reach the window; two threads share
+    # blocks and thresholds. The result must not change.
     monkeypatch.setattr(_kernels(), "_BUFFER", buffer[0])
     monkeypatch.setattr(_kernels(), "_MIN_BUFFER", buffer[1])
     rng = np.random.default_rng(2)
@@ -227,7 +227,7 @@ def test_a_starting_guess_from_random_keys_holds(monkeypatch, threads):
 def test_a_starting_guess_too_high_is_caught(monkeypatch, threads):
     # Keys sorted best first: the sampled first blocks (8 of 40) hold the best scores, so the
     # guessed rank, 2 k / 5 + 16 < k, lies above the true k-th best; the scan must notice and
-    # start again without it.
+    # take a second look (tests/indices/test_indices_bitpacked_second_look.py counts it).
     rng = np.random.default_rng(8)
     n, d = 40 * BLOCK, 64
     v = rng.normal(size=d)

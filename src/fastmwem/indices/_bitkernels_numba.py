@@ -57,13 +57,16 @@ _PARALLEL_BLOCKS = 8
 _BUFFER = 32
 _MIN_BUFFER = 16384
 _NEVER = -(2**62)  # below every score (|score| <= 2^(PLANES - 1) per cell)
+_PADDING = _NEVER - 1  # the score of a padding key in the sub-block maxima: below any threshold
 # Keys summed together by exact rescoring (their sums stay in L1 cache).
 _SUM_BATCH = 512
 # Blocks scored first to guess the starting threshold of a search (see top_candidates).
 _SAMPLE_BLOCKS = 8
+# Keys per sub-block whose best score a search records: the unit a failed guess rescans.
+_SUB = 16
 
 
-_Pass = Callable[[np.ndarray, int, int, np.ndarray, np.ndarray], None]
+_Pass = Callable[[np.ndarray, int, int, int, np.ndarray, np.ndarray], None]
 _F = TypeVar("_F", bound=Callable[..., object])
 _T = TypeVar("_T")
 # LLVM IR emitters of the intrinsics: numba's lowering context and llvmlite's builder and values
@@ -72,8 +75,9 @@ _Codegen = Callable[[Any, Any, "Signature", list[Any]], Any]
 
 
 def _make_pass(group: int, first: bool) -> _Pass:  # pragma: no cover - compiled
-    def _pass(words: np.ndarray, b: int, w0: int, planes: np.ndarray, acc: np.ndarray) -> None:
-        # acc[r] (+)= <key r, q> over the key words w0 .. w0 + group - 1
+    def _pass(words: np.ndarray, b: int, w0: int, r0: int, planes: np.ndarray,
+              acc: np.ndarray) -> None:
+        # acc[r] (+)= <key r0 + r, q> over the key words w0 .. w0 + group - 1
         for r in range(acc.size):
             s = 0
             for p in range(PLANES - 1):
@@ -81,11 +85,11 @@ def _make_pass(group: int, first: bool) -> _Pass:  # pragma: no cover - compiled
                 for w in range(group):
                     # numba drops an intrinsic's typing context from its signature; its
                     # hints do not (also below)
-                    c += _popcount(words[b, w0 + w, r] & planes[w0 + w, p])  # type: ignore[call-arg]
+                    c += _popcount(words[b, w0 + w, r0 + r] & planes[w0 + w, p])  # type: ignore[call-arg]
                 s += np.int64(c) << p
             c = 0
             for w in range(group):
-                c += _popcount(words[b, w0 + w, r] & planes[w0 + w, PLANES - 1])  # type: ignore[call-arg]
+                c += _popcount(words[b, w0 + w, r0 + r] & planes[w0 + w, PLANES - 1])  # type: ignore[call-arg]
             s -= np.int64(c) << (PLANES - 1)
             if first:
                 acc[r] = s
@@ -94,22 +98,22 @@ def _make_pass(group: int, first: bool) -> _Pass:  # pragma: no cover - compiled
     return _pass
 
 
-def _score_block(words: np.ndarray, b: int, planes: np.ndarray,  # pragma: no cover - compiled
-                 acc: np.ndarray) -> None:
-    """``acc[r]`` = integer score of key ``r`` of block ``b``."""
+def _score_keys(words: np.ndarray, b: int, r0: int,  # pragma: no cover - compiled
+                planes: np.ndarray, acc: np.ndarray) -> None:
+    """``acc[r]`` = integer score of key ``r0 + r`` of block ``b``."""
     n_words = words.shape[1]
     rest = n_words % _GROUP
     # the first pass writes acc, the others add to it
     if rest == 0:
-        _first4(words, b, 0, planes, acc)
+        _first4(words, b, 0, r0, planes, acc)
     elif rest == 1:
-        _first1(words, b, 0, planes, acc)
+        _first1(words, b, 0, r0, planes, acc)
     elif rest == 2:
-        _first2(words, b, 0, planes, acc)
+        _first2(words, b, 0, r0, planes, acc)
     else:
-        _first3(words, b, 0, planes, acc)
+        _first3(words, b, 0, r0, planes, acc)
     for w0 in range(rest if rest else _GROUP, n_words, _GROUP):
-        _add4(words, b, w0, planes, acc)
+        _add4(words, b, w0, r0, planes, acc)
 
 
 def _scan(words: np.ndarray, planes: np.ndarray, absolute: bool,  # pragma: no cover - compiled
@@ -117,7 +121,7 @@ def _scan(words: np.ndarray, planes: np.ndarray, absolute: bool,  # pragma: no c
     n_blocks, _, width = words.shape
     for b in prange(n_blocks):
         acc = out[b * width:(b + 1) * width]
-        _score_block(words, b, planes, acc)
+        _score_keys(words, b, 0, planes, acc)
         if absolute:
             for r in range(width):
                 acc[r] = abs(acc[r])
@@ -154,13 +158,57 @@ def _compact(ids: np.ndarray, values: np.ndarray, count: int,  # pragma: no cove
     return kept
 
 
+def _block_scores(words: np.ndarray, b: int, planes: np.ndarray, absolute: bool,
+                  sampled: int, sample: np.ndarray, acc: np.ndarray) -> None:
+    # pragma: no cover - compiled
+    """``acc`` = the scores (or absolute scores) of block ``b``'s keys; the blocks of the sample
+    were scored already."""
+    width = acc.size
+    if b < sampled:
+        acc[:] = sample[b * width:(b + 1) * width]
+        return
+    _score_keys(words, b, 0, planes, acc)
+    if absolute:
+        for r in range(width):
+            acc[r] = abs(acc[r])
+
+
+def _record_maxima(acc: np.ndarray, stop: int, b: int, threshold: int, flags: np.ndarray,
+                   pairs: np.ndarray, maxima: np.ndarray) -> None:
+    # pragma: no cover - compiled
+    """``maxima`` of the block's sub-blocks of ``_SUB`` keys, and ``flags[r]`` = key ``r``
+    reaches ``threshold`` (in the same pass over the scores); padding keys (``r >= stop``)
+    score ``_PADDING``, below every threshold, from here on."""
+    for r in range(stop, acc.size):
+        acc[r] = _PADDING
+    # Maxima of pairs, then of pairs of pairs: each step vectorises (a loop over a sub-block
+    # would not; this costs about 6% of the scan, the loop twice that).
+    size = acc.size // 2
+    for i in range(size):
+        x, y = acc[2 * i], acc[2 * i + 1]
+        pairs[i] = x if x > y else y
+        flags[2 * i] = x >= threshold
+        flags[2 * i + 1] = y >= threshold
+    while size > 2 * (acc.size // _SUB):
+        size //= 2
+        for i in range(size):
+            x, y = pairs[2 * i], pairs[2 * i + 1]
+            pairs[i] = x if x > y else y
+    size //= 2
+    for i in range(size):
+        x, y = pairs[2 * i], pairs[2 * i + 1]
+        maxima[b * size + i] = x if x > y else y
+
+
 def _collect(words: np.ndarray, planes: np.ndarray, n: int, absolute: bool, k: int, window: int,
-             queue: np.ndarray, shared: np.ndarray, ids: np.ndarray, values: np.ndarray) -> int:
+             queue: np.ndarray, shared: np.ndarray, sampled: int, sample: np.ndarray,
+             maxima: np.ndarray, ids: np.ndarray, values: np.ndarray) -> int:
     # pragma: no cover - compiled
     """Keys within ``window`` of the running k-th best score, over the blocks this thread takes
     from ``queue`` (a block counter shared by the threads, so a thread slowed down by other work
-    takes fewer blocks): ids and integer scores. Returns their count, or -1 when more than half
-    the buffer stays within the window (ties).
+    takes fewer blocks): ids and integer scores, and the best score of every sub-block of
+    ``_SUB`` keys in ``maxima``. Returns the count of keys, or -1 when more than half the buffer
+    stays within the window (ties): the keys are then no longer collected, but the maxima are.
 
     ``shared[0]`` is the highest threshold any thread has reached: each is at most the k-th
     best score of some keys minus ``window``, so at most the final one, and any thread may use
@@ -173,42 +221,48 @@ def _collect(words: np.ndarray, planes: np.ndarray, n: int, absolute: bool, k: i
     flags = np.zeros(width, np.uint8)
     flag_words = flags.view(np.uint64)
     bins = np.empty(256, np.int64)
+    pairs = np.empty(width // 2, np.int64)
     threshold = shared[0]
     count = 0
     settled = 0  # candidates at the last raise of the threshold
+    crowded = False
     while True:
         b = _take(queue)  # type: ignore[call-arg,var-annotated]
         if b >= n_blocks:
             break
-        _score_block(words, b, planes, acc)
-        threshold = max(threshold, shared[0])
+        _block_scores(words, b, planes, absolute, sampled, sample, acc)
         stop = min(width, n - b * width)
-        for r in range(stop):
-            score = abs(acc[r]) if absolute else acc[r]
-            acc[r] = score
-            flags[r] = score >= threshold
+        threshold = max(threshold, shared[0])
+        _record_maxima(acc, stop, b, threshold, flags, pairs, maxima)
+        if crowded:
+            continue
         for i in range(flag_words.size):
             if flag_words[i] == 0:
                 continue
-            for r in range(8 * i, min(8 * i + 8, stop)):
-                if acc[r] < threshold:
+            for r in range(8 * i, 8 * i + 8):
+                if not flags[r] or acc[r] < threshold:
                     continue
                 if count == cap:
                     threshold, count = _raise(ids, values, count, k, window, threshold, bins,
                                               shared)
                     if 2 * count > cap and cap < n:
-                        return -1  # ties crowd the buffer (one that holds every key cannot)
+                        crowded = True  # ties crowd the buffer (one that holds every key cannot)
+                        break
                     settled = count
                     if acc[r] < threshold:
                         continue
                 ids[count] = b * width + r
                 values[count] = acc[r]
                 count += 1
+            if crowded:
+                break
         # Raised once the candidates grow by a quarter (or k / 4): near the candidates of an
         # exact running k-th best, at O(1) amortised per candidate.
-        if 4 * (count - settled) >= max(k, count, 64):
+        if not crowded and 4 * (count - settled) >= max(k, count, 64):
             threshold, count = _raise(ids, values, count, k, window, threshold, bins, shared)
             settled = count
+    if crowded:
+        return -1
     return _compact(ids, values, count, max(threshold, shared[0]))
 
 
@@ -226,19 +280,20 @@ def _raise(ids: np.ndarray, values: np.ndarray, count: int, k: int, window: int,
 
 
 def _top_candidates(words: np.ndarray, planes: np.ndarray, n: int, absolute: bool, k: int,
-                    window: int, rank: int, sample: np.ndarray, ids: np.ndarray,
-                    values: np.ndarray, counts: np.ndarray) -> int:
+                    window: int, rank: int, sample: np.ndarray, maxima: np.ndarray,
+                    ids: np.ndarray, values: np.ndarray, counts: np.ndarray) -> int:
     # pragma: no cover - compiled
     """The threads' candidates (see ``_collect``), from a threshold starting at a guess when
     ``sample`` is not empty; returns that starting threshold."""
     queue = np.zeros(1, np.int64)
     shared = np.full(1, _NEVER, np.int64)
-    if sample.size:
+    width = words.shape[2]
+    sampled = sample.size // width
+    if sampled:
         # at most the rank-th best score of the first blocks (all full), minus the window
-        width = words.shape[2]
-        for b in prange(sample.size // width):
+        for b in prange(sampled):
             acc = sample[b * width:(b + 1) * width]
-            _score_block(words, b, planes, acc)
+            _score_keys(words, b, 0, planes, acc)
             if absolute:
                 for r in range(width):
                     acc[r] = abs(acc[r])
@@ -246,9 +301,31 @@ def _top_candidates(words: np.ndarray, planes: np.ndarray, n: int, absolute: boo
         shared[0] = _kth_bound(sample, rank, bins) - window
     start = shared[0]
     for t in prange(counts.size):
-        counts[t] = _collect(words, planes, n, absolute, k, window, queue, shared, ids[t],
-                             values[t])
+        counts[t] = _collect(words, planes, n, absolute, k, window, queue, shared, sampled,
+                             sample, maxima, ids[t], values[t])
     return start
+
+
+def _rescan_subblocks(words: np.ndarray, planes: np.ndarray, n: int,  # pragma: no cover
+                      absolute: bool, chosen: np.ndarray, lower: int, upper: int,
+                      ids: np.ndarray, values: np.ndarray) -> int:
+    """Ids and scores of the keys of the sub-blocks ``chosen`` (flat sub-block numbers) that
+    score in ``[lower, upper)``; returns their count."""
+    width = words.shape[2]
+    subs = width // _SUB
+    acc = np.empty(_SUB, np.int64)
+    count = 0
+    for i in range(chosen.size):
+        b, j = chosen[i] // subs, chosen[i] % subs
+        _score_keys(words, b, j * _SUB, planes, acc)
+        first = b * width + j * _SUB
+        for r in range(min(_SUB, n - first)):
+            score = abs(acc[r]) if absolute else acc[r]
+            if lower <= score < upper:
+                ids[count] = first + r
+                values[count] = score
+                count += 1
+    return count
 
 
 def _planes(q: np.ndarray, planes: np.ndarray) -> None:  # pragma: no cover - compiled
@@ -318,11 +395,14 @@ if AVAILABLE:
     _jit = partial(njit_cached, boundscheck=False)
     _first1, _first2, _first3, _first4 = (_jit(_make_pass(g, True)) for g in (1, 2, 3, 4))
     _add4 = _jit(_make_pass(_GROUP, False))
-    _score_block = _jit(_score_block)
+    _score_keys = _jit(_score_keys)
     _kth_bound = _jit(_kth_bound)
     _compact = _jit(_compact)
     _raise = _jit(_raise)
+    _block_scores = _jit(_block_scores)
+    _record_maxima = _jit(_record_maxima)
     _collect = _jit(_collect)
+    _rescan_subblocks = _jit(_rescan_subblocks)
     _parallel_jit = partial(njit_cached, parallel=True, boundscheck=False)
     _scan_serial = _jit(_scan)
     _scan_parallel = _parallel_jit(_renamed(_scan, "_parallel"))
@@ -364,24 +444,27 @@ def scan(words: np.ndarray, planes: np.ndarray, absolute: bool, threads: int) ->
 
 
 def top_candidates(words: np.ndarray, planes: np.ndarray, n: int, absolute: bool, k: int,
-                   window: int, threads: int) -> tuple[np.ndarray, np.ndarray]:
+                   window: int, threads: int) -> tuple[np.ndarray, np.ndarray, int]:
     """Ids and integer scores of a superset of the keys whose score is at least the k-th best
-    score minus ``window`` (``1 <= k < n``).
+    score minus ``window`` (``1 <= k < n``), and how many keys a second look rescored (-1 when
+    there was none).
 
-    Each thread takes blocks from a shared counter and keeps the keys within ``window`` of the
-    k-th best score seen so far (by it or, through a shared threshold, by any thread): that
-    running score never exceeds the final k-th best, so no key of the window is dropped. When
-    ties crowd a thread's buffer, the scan is repeated with a buffer 8 times larger (one that
-    holds every key cannot overflow).
+    One pass over the keys. Each thread takes blocks from a shared counter and keeps the keys
+    within ``window`` of the k-th best score seen so far (by it or, through a shared threshold,
+    by any thread): that running score never exceeds the final k-th best, so no key of the
+    window is dropped. The pass also records the best score of every sub-block of ``_SUB``
+    keys, which bounds the cost of a second look.
 
     The threshold starts at a guess rather than at the lowest score, which spares the thousands
     of candidates kept while a running k-th best climbs: the score of rank ``2 k s / n + 16``
     among the ``s`` keys of the first blocks, minus ``window``. In keys in random order,
     ``k s / n`` of the sample score above the k-th best on average (standard deviation at most
-    its square root), so the guess is almost never too high. It is checked after the scan: the
-    candidates' k-th best is at most the true one, so if it reaches the guess plus ``window``,
-    no threshold passed the true k-th best minus ``window`` and the window was kept whole;
-    otherwise the scan is repeated without a guess.
+    its square root), so the guess is almost never too high; keys in another order can make it
+    so. It is checked after the pass: the candidates' k-th best is at most the true one, so if
+    it reaches the guess plus ``window``, the window was kept whole.
+
+    Otherwise (and when ties crowd a thread's buffer), the second look rescans only sub-blocks
+    (see ``_second_look``): never a second pass over all the keys, and the result stays exact.
     """
     n_blocks, n_words, width = words.shape
     chunks = threads if threads > 1 and n_blocks >= _PARALLEL_BLOCKS else 1
@@ -390,21 +473,60 @@ def top_candidates(words: np.ndarray, planes: np.ndarray, n: int, absolute: bool
     rank = 2 * k * blocks * width // n + 16
     guessing = _guesses and blocks >= 1 and 4 * rank <= blocks * width
     sample = np.empty(blocks * width if guessing else 0, dtype=np.int64)
-    while True:
-        ids = np.empty((chunks, cap), dtype=np.int64)
-        values = np.empty((chunks, cap), dtype=np.int64)
-        counts = np.empty(chunks, dtype=np.int64)
-        start = _threaded(_top_serial, _top_parallel, chunks, n_blocks, words, planes, n,
-                          absolute, k, window, rank, sample, ids, values, counts)
-        if np.any(counts < 0):
-            cap = min(8 * cap, n)
-            continue
-        found = range(chunks)
-        ids_found = np.concatenate([ids[t, :counts[t]] for t in found])
-        values_found = np.concatenate([values[t, :counts[t]] for t in found])
+    maxima = np.empty(n_blocks * (width // _SUB), dtype=np.int64)
+    ids = np.empty((chunks, cap), dtype=np.int64)
+    values = np.empty((chunks, cap), dtype=np.int64)
+    counts = np.empty(chunks, dtype=np.int64)
+    start = _threaded(_top_serial, _top_parallel, chunks, n_blocks, words, planes, n, absolute,
+                      k, window, rank, sample, maxima, ids, values, counts)
+    if np.all(counts >= 0):
+        ids_found = np.concatenate([ids[t, :counts[t]] for t in range(chunks)])
+        values_found = np.concatenate([values[t, :counts[t]] for t in range(chunks)])
         if not sample.size or _guess_holds(values_found, k, window, start):
-            return ids_found, values_found
-        sample = sample[:0]
+            return ids_found, values_found, -1
+        upper = start  # the pass kept every key scoring at least the guess (_second_look)
+    else:  # ties crowded a buffer: the pass's candidates are incomplete
+        ids_found = values_found = np.empty(0, dtype=np.int64)
+        upper = -_NEVER
+    more_ids, more_values, rescanned = _second_look(words, planes, n, absolute, k, window,
+                                                    maxima, upper)
+    return (np.concatenate([ids_found, more_ids]), np.concatenate([values_found, more_values]),
+            rescanned)
+
+
+def _second_look(words: np.ndarray, planes: np.ndarray, n: int, absolute: bool, k: int,
+                 window: int, maxima: np.ndarray, upper: int
+                 ) -> tuple[np.ndarray, np.ndarray, int]:
+    """The keys scoring in ``[lower, upper)`` that a search still needs, by rescanning only the
+    sub-blocks whose best score reaches ``lower``; and how many keys were rescanned.
+
+    Why the result is exact. Sub-blocks are disjoint and each maximum is the score of one of
+    its keys, so at least k keys score at least ``M``, the k-th largest maximum: the true k-th
+    best is at least ``M``, and every key within ``window`` of it scores at least
+    ``lower = M - window``. Such a key lies in a sub-block whose maximum reaches ``lower``, and
+    all those are rescanned. The keys scoring at least ``upper`` are already known: when the
+    guess failed, the pass's threshold never rose above the guess (a raise to ``T`` needs k
+    candidates scoring at least ``T + window``, which are kept, and the check would then have
+    held), so the pass kept exactly the keys scoring at least the guess, ``upper``; after a
+    crowded buffer nothing is known and ``upper`` is above every score. So the two parts
+    together hold every key scoring at least ``min(lower, upper)``, a superset of the window.
+
+    Cost: ``_SUB`` keys per sub-block whose best key reaches ``lower``, at most ``_SUB`` times
+    the keys scoring at least ``lower`` (in random keys about that many sub-blocks as keys
+    within the window: a few percent of a pass), whatever the guess was.
+    """
+    real = -(-n // _SUB)  # sub-blocks holding at least one key
+    best = maxima[:real]
+    if k >= real:
+        lower = _NEVER  # fewer sub-blocks than k: every key
+    else:
+        lower = int(np.partition(best, real - k)[real - k]) - window
+    chosen = np.flatnonzero(best >= lower).astype(np.int64)
+    size = min(chosen.size * _SUB, n)
+    ids = np.empty(size, dtype=np.int64)
+    values = np.empty(size, dtype=np.int64)
+    count = _rescan_subblocks(words, planes, n, absolute, chosen, lower, upper, ids, values)
+    return ids[:count], values[:count], size
 
 
 #: Whether searches start from a guessed threshold (tests turn it off to compare).

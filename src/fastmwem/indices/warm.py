@@ -24,6 +24,13 @@ prefix a rescan of ``R`` (``|R|/m`` of the cost). The result is always a true to
 exponential mechanism's requirement, whatever the queries; only the cost depends on how far they
 move.
 
+The scans read the keys as ``indices._warm_rows`` stores them: with numba and at least 65,536
+rows, 16-bit integers times a power of two, whose rounding is part of each scan's proven error
+(a full scan reads a quarter of the bytes of float64 keys and keeps the region in the same pass,
+so the rounds that need one cost a small multiple of an ordinary round, not a classic scan);
+otherwise the float rows, one BLAS product per scan. The sorted part is always float rows,
+copied from ``A`` as prefixes reach them, so that rescoring a prefix has a narrow window.
+
 Extra rows (the public objective row of the objective search) are always rescored exactly.
 The keys hold the private ``b``: the index is private and ``save`` refuses.
 """
@@ -37,7 +44,8 @@ import numpy as np
 from fastmwem._validation import check_int
 from fastmwem.indices._checks import check_queries, real_matrix
 from fastmwem.indices._common import IndexBase
-from fastmwem.indices._topk import U32, U64, best_k, gamma, holder_bound, pad_results
+from fastmwem.indices._topk import U64, best_k, gamma, holder_bound, pad_results
+from fastmwem.indices._warm_rows import FloatRows, Int16Rows, Rows, largest
 from fastmwem.indices.flat import exact_dot
 
 __all__ = ["WarmStartIndex"]
@@ -48,16 +56,9 @@ BLOCK = 65536
 _SMALL = 4096
 # Safety factor on every bound computed in floating point.
 _SAFE = 1.0 + 1e-9
-
-
-def _largest(values: np.ndarray, size: int) -> tuple[np.ndarray, float]:
-    """Positions of the ``size`` largest values (any order) and the largest value left out
-    (``-inf`` when none is)."""
-    n = values.size
-    if size >= n:
-        return np.arange(n), -math.inf
-    part = np.argpartition(values, n - size - 1)
-    return part[n - size:], float(values[part[n - size - 1]])
+# From this many main rows on, scans use the 16-bit rows when numba is installed (below, a
+# BLAS product over the float rows is as fast).
+_COMPACT_ROWS = 65536
 
 
 def _best(ids: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -92,6 +93,19 @@ class _KeyStats:
         self.half_range, self.mid, self.spread, self.mean = half_range, mid, spread, mean
         self.offset = float(np.abs(offsets).max())
         self.norms = (l1, l2, linf)  # of the full keys [A_i, o_i], for rounding bounds
+        self._A, self._offsets = A, offsets
+        self._rows: dict[bool, Rows] = {}
+
+    def rows(self, compact: bool) -> Rows:
+        """The main keys as scanned: 16-bit rows when ``compact`` and they can be built, else
+        the float rows (built once, shared by the siblings of ``with_extra_rows``)."""
+        if compact not in self._rows:
+            dimension = self._A.shape[1] + 1
+            store = Int16Rows.build(self._A, self._offsets, self.norms, dimension) \
+                if compact else None
+            self._rows[compact] = store if store is not None else FloatRows(
+                self._A, self._offsets, self.norms, dimension)
+        return self._rows[compact]
 
     def drift(self, dx: np.ndarray, dt: float) -> float:
         """An upper bound of ``max_i |A_i . dx + o_i dt|`` (see the module docstring)."""
@@ -112,6 +126,9 @@ class WarmStartIndex(IndexBase):
         region: size of the region ``R`` a full scan keeps; default ``max(16 k, m / 16)``.
         brute_force_below: with at most this many rows (or ``4 k``), every search scores all
             keys exactly (the cache cannot pay off).
+        compact: scan 16-bit copies of the rows (``indices._warm_rows.Int16Rows``: half the
+            bytes of float32, built on the first search; needs numba). Default: with numba
+            and at least 65,536 rows. The results are the same either way.
 
     Queries are ``[x, t]`` of length ``d + 1``; the score of key ``i`` is
     ``exact_dot(A_i, x) + t o_i`` in float64, identical in ``search`` and ``score``.
@@ -129,7 +146,8 @@ class WarmStartIndex(IndexBase):
 
     def __init__(self, A: object, offsets: object, *, extra_rows: object = None,
                  extra_offsets: object = None, region: int | None = None,
-                 brute_force_below: int = _SMALL, _stats: _KeyStats | None = None) -> None:
+                 brute_force_below: int = _SMALL, compact: bool | None = None,
+                 _stats: _KeyStats | None = None) -> None:
         main = real_matrix(A, "A")
         if main.ndim != 2 or main.shape[0] == 0 or main.shape[1] == 0:
             raise ValueError("A must be a non-empty 2-D array (at least one row and one column)")
@@ -143,25 +161,28 @@ class WarmStartIndex(IndexBase):
                    else check_queries(extra_rows, d, name="extra_rows"))
         self._eo = (np.empty(0) if extra_offsets is None
                     else self._column(extra_offsets, "extra_offsets", self._E.shape[0]))
-        self._region = None if region is None else check_int(region, "region", minimum=1)
+        self._region_size = None if region is None else check_int(region, "region", minimum=1)
         self._small = check_int(brute_force_below, "brute_force_below", minimum=0)
+        if compact is not None and not isinstance(compact, bool):
+            raise TypeError(f"compact must be a bool or None, got {type(compact).__name__}")
+        self._compact = compact
         self._stats = _stats
-        # Level 0 (full scan at v0): the region's ids, rows, offsets; the best score outside it.
+        # Level 0 (full scan at v0): the region's ids and rows; the best score outside it.
         self._v0: np.ndarray | None = None
         self._err0 = 0.0
         self._ids = np.empty(0, dtype=np.int64)
-        self._rows = np.empty((0, d), dtype=self._A.dtype)
-        self._offs = np.empty(0)
+        self._region: Rows | None = None
         self._rest = -math.inf
         # Level 1 (scan of the region at v1): positions in the region, best first, and scores.
         self._v1: np.ndarray | None = None
         self._err1 = 0.0
         self._order = np.empty(0, dtype=np.int64)
         self._sorted = np.empty(0)
-        # The sorted part's ids, rows and offsets, copied in level-1 order: a prefix is a slice.
+        # The sorted part's ids and rows, copied in level-1 order: a prefix is a slice.
         self._sids = np.empty(0, dtype=np.int64)
         self._srows = np.empty((0, d), dtype=self._A.dtype)
         self._soffs = np.empty(0)
+        self._filled = 0  # rows of _srows copied so far (see _sorted_rows)
         self._rest1 = -math.inf  # best level-1 score of the region's unsorted part
         self.rescans = 0
         self.region_rescans = 0
@@ -183,13 +204,21 @@ class WarmStartIndex(IndexBase):
     def with_extra_rows(self, extra_rows: object, extra_offsets: object) -> WarmStartIndex:
         """A sibling over the same main keys (shared, not copied) with other extra rows."""
         return WarmStartIndex(self._A, self._o, extra_rows=extra_rows,
-                              extra_offsets=extra_offsets, region=self._region,
-                              brute_force_below=self._small, _stats=self._key_stats())
+                              extra_offsets=extra_offsets, region=self._region_size,
+                              brute_force_below=self._small, compact=self._compact,
+                              _stats=self._key_stats())
 
     def _key_stats(self) -> _KeyStats:
         if self._stats is None:
             self._stats = _KeyStats(self._A, self._o)
         return self._stats
+
+    def _main_rows(self) -> Rows:
+        """The main keys as scanned (see ``compact``)."""
+        compact = self._compact
+        if compact is None:
+            compact = self._A.shape[0] >= _COMPACT_ROWS
+        return self._key_stats().rows(compact)
 
     def _exact(self, ids: np.ndarray, v: np.ndarray) -> np.ndarray:
         x, t = v[:-1], float(v[-1])
@@ -226,7 +255,7 @@ class WarmStartIndex(IndexBase):
 
     def _top(self, v: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         m = self._A.shape[0]
-        if m <= max(self._small, 4 * k):
+        if m <= max(self._small, 4 * k) or not self._main_rows().handles(v):
             ids = np.arange(self.n_keys, dtype=np.int64)
             return best_k(ids, self._exact(ids, v), k)
         prefix = self._prefix(v, k)
@@ -247,18 +276,29 @@ class WarmStartIndex(IndexBase):
         return _best(ids, scores, k)
 
     def _rescore(self, v: np.ndarray, k: int, prefix: int) -> tuple[np.ndarray, np.ndarray]:
-        """Exact scores of the keys of the prefix that can reach its top k: a BLAS pass over the
+        """Exact scores of the keys of the prefix that can reach its top k: one scan of the
         (contiguous) prefix with a proven error ``E``, then exact scores of the keys within
         ``2 E`` of its k-th approximate score (the window argument of ``indices._topk``)."""
-        rows, ids, offs = self._srows[:prefix], self._sids[:prefix], self._soffs[:prefix]
+        rows = self._sorted_rows(prefix)
+        ids, keys, offsets = self._sids[:prefix], rows.rows, rows.offsets
         if prefix > 2 * k:
-            approx, error = self._scan(rows, offs, v)
+            approx, error = rows.scan(v)
             error = (error + gamma(self.dimension + 3, U64)
                      * holder_bound(self._key_stats().norms, v) + 2.0**-1060) * _SAFE
             kth = np.partition(approx, prefix - k)[prefix - k]
             keep = np.flatnonzero(approx >= kth - 2.0 * error)
-            rows, ids, offs = rows[keep], ids[keep], offs[keep]
-        return ids, exact_dot(rows, v[:-1]) + float(v[-1]) * offs
+            ids, keys, offsets = ids[keep], keys[keep], offsets[keep]
+        # the same bits as _exact (a row-wise sum of the same rows and offsets)
+        return ids, exact_dot(keys, v[:-1]) + float(v[-1]) * offsets
+
+    def _sorted_rows(self, count: int) -> FloatRows:
+        """The first ``count`` keys of the sorted part as float rows (the rest of the part is
+        copied from ``A`` the first time a prefix goes beyond the rows copied so far)."""
+        if count > self._filled:
+            self._srows[self._filled:] = self._A[self._sids[self._filled:]]
+            self._filled = self._order.size
+        return FloatRows(self._srows[:count], self._soffs[:count], self._key_stats().norms,
+                         self.dimension)
 
     def _prefix(self, v: np.ndarray, k: int) -> int | None:
         """How many region keys (in level-1 order) can hold the top k at ``v``; None when keys
@@ -274,57 +314,43 @@ class WarmStartIndex(IndexBase):
         # _sorted is descending: count the entries >= lower - w1.
         return int(np.searchsorted(-self._sorted, -(lower - w1), side="right"))
 
-    def _scan(self, rows: np.ndarray, offsets: np.ndarray, v: np.ndarray
-              ) -> tuple[np.ndarray, float]:
-        """Approximate scores of ``rows`` at ``v`` and a bound on their error against the real
-        inner products. Float32 rows are scanned in float32 (one BLAS pass, no copy), the query
-        scaled by a power of two so that its entries stay in float32's normal range."""
-        x, t = v[:-1], float(v[-1])
-        norms = self._key_stats().norms
-        if rows.dtype == np.float32:
-            top = float(np.abs(x).max())
-            shift = math.frexp(top)[1] if top > 0 else 0
-            scaled = np.ldexp(x, -shift)
-            approx = (rows @ scaled.astype(np.float32)).astype(np.float64)
-            approx *= math.ldexp(1.0, shift)  # exact: a power of two
-            # float32 rounding of the query and of the d-term dot product, plus entries and
-            # products below float32's normal range, all scaled back by 2**shift.
-            error = math.ldexp(gamma(rows.shape[1] + 3, U32) * holder_bound(norms, scaled)
-                               + (norms[0] + rows.shape[1]) * 2.0**-125, shift)
-        else:
-            approx = rows @ x
-            error = 0.0
-        if t == 1.0:  # the LP's queries: no temporary for t * offsets
-            approx += offsets
-        else:
-            approx += t * offsets
-        # float64 rounding of the sums, and an absolute term for results in the subnormal range
-        return approx, error + gamma(self.dimension + 3, U64) * holder_bound(norms, v) + 2.0**-1060
-
     def _rescan(self, v: np.ndarray, k: int) -> None:
         """Score every main key at ``v``: a new region, and ``v`` as both references."""
         m = self._A.shape[0]
-        approx, error = self._scan(self._A, self._o, v)
-        ids, self._rest = _largest(approx, self._region or max(16 * k, m // 16))
+        rows = self._main_rows()
+        ids, approx, self._rest, error, self._region = rows.best(
+            v, self._region_size or max(16 * k, m // 16))
         self._ids = ids.astype(np.int64, copy=False)
-        self._rows = self._A[self._ids]
-        self._offs = self._o[self._ids]
         self._v0, self._err0 = v.copy(), error
-        self._set_order(approx[self._ids], v, error, k)
+        self._set_order(approx, v, error, k, first=True)
         self.rescans += 1
 
     def _rescan_region(self, v: np.ndarray, k: int) -> None:
         """Score the region's keys at ``v``: the new level-1 reference."""
-        approx, error = self._scan(self._rows, self._offs, v)
+        if self._region is None:  # never: a region exists once a full scan ran
+            raise RuntimeError("the region is scanned before any full scan")
+        approx, error = self._region.scan(v)
         self._set_order(approx, v, error, k)
         self.region_rescans += 1
 
-    def _set_order(self, approx: np.ndarray, v: np.ndarray, error: float, k: int) -> None:
+    def _set_order(self, approx: np.ndarray, v: np.ndarray, error: float, k: int,
+                   first: bool = False) -> None:
         """Sort the best quarter of the region by ``approx`` (at least ``16 k``)."""
-        top, self._rest1 = _largest(approx, max(16 * k, approx.size // 4))
-        self._order = top[np.argsort(-approx[top], kind="stable")]
+        if self._region is None:
+            raise RuntimeError("the region is sorted before any full scan")
+        top, self._rest1 = largest(approx, max(16 * k, approx.size // 4))
+        self._order = top[np.argsort(-approx[top])]  # ties in any order: only values count
         self._sorted = approx[self._order]
         self._sids = self._ids[self._order]
-        self._srows = self._rows[self._order]
-        self._soffs = self._offs[self._order]
+        self._soffs = self._o[self._sids]
+        if isinstance(self._region, FloatRows):
+            self._srows, self._filled = self._region.rows[self._order], self._order.size
+        else:
+            # The sorted part keeps float rows even when the region is 16-bit: rescoring a
+            # prefix then has the float scan's narrow window (a few keys to score exactly, not
+            # thousands). After a full scan, whose round costs the most, only the first 4 k are
+            # copied now (its prefixes start near k); the rest when a prefix reaches them.
+            self._filled = min(self._order.size, 4 * k) if first else self._order.size
+            self._srows = np.empty((self._order.size, self._A.shape[1]), dtype=self._A.dtype)
+            self._srows[:self._filled] = self._A[self._sids[:self._filled]]
         self._v1, self._err1 = v.copy(), error
