@@ -362,3 +362,16 @@ def test_the_annealing_default_keeps_a_signal_its_first_measurements_cannot_see(
         assert choices.adaptive and not result.updates_skipped
         scores.append(mean_l1(ds, result.histogram, w))
     assert np.mean(scores) < 0.8 * uniform
+
+
+def test_a_factored_pure_default_keeps_fixed_rounds_without_the_first_round_test():
+    ds = latent_binary(8, 800, seed=3)
+    w = Marginals.all_kway(ds.domain, 3)
+    result, choices = run_with_defaults(ds, w, epsilon=1.0, model="junction-tree",
+                                        rng=np.random.default_rng(0))
+    assert not choices.adaptive and choices.noise_test is None and choices.rounds >= 1
+    assert not result.updates_skipped
+    # a test asked for is kept
+    _, choices = run_with_defaults(ds, w, epsilon=1.0, model="junction-tree", noise_test=0.05,
+                                   rng=np.random.default_rng(0))
+    assert choices.noise_test == 0.05
