@@ -158,7 +158,8 @@ def small_chunks(monkeypatch):
     monkeypatch.setattr(_levels, "_CHUNK_ITEMS", 2)
 
 
-@pytest.mark.parametrize("cls", [JointTopK, PNFJointTopK])
+# PNF-Joint shares the level pass and the lookups with Joint: its cases run with the slow set.
+@pytest.mark.parametrize("cls", [JointTopK, pytest.param(PNFJointTopK, marks=pytest.mark.slow)])
 @pytest.mark.parametrize("counts,k,epsilon,neighbors,cap", WINDOW_CASES)
 def test_topk_joint_exact_law_with_small_chunks(cls, counts, k, epsilon, neighbors, cap,
                                                 small_chunks):
