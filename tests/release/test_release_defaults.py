@@ -341,7 +341,7 @@ def test_rounds_fixed_keeps_the_rules_without_annealing():
                                         rng=np.random.default_rng(1))
     assert not choices.adaptive and choices.noise_test == NOISE_TEST_ALPHA
     assert choices.rounds_ceiling == min(MAX_DEFAULT_ROUNDS, w.n_groups)
-    assert result.round_ledger == ()
+    assert result.round_ledger == () and not choices.rounds_default  # asked for
     _, default = run_with_defaults(ds, w, epsilon=0.7, rng=np.random.default_rng(1))
     assert default.adaptive  # the default anneals here (dense, no supersets)
     with pytest.raises(ValueError, match="'fixed'"):

@@ -299,6 +299,7 @@ def mwem_with_defaults(
     definition.check_accountant(accountant)
     if isinstance(rounds, str) and rounds not in ("adaptive", "fixed"):
         raise ValueError(f"rounds must be a number, 'adaptive', 'fixed' or None, got {rounds!r}")
+    asked = rounds
     fixed_rule = rounds == "fixed"  # the rules below, but never annealing
     test_by_default = False
     rounds = None if fixed_rule else rounds
@@ -436,7 +437,7 @@ def mwem_with_defaults(
     result = dataclasses.replace(result, guarantee=definition.guarantee(spent))
     result = dataclasses.replace(result, rng_provenance=provenance)  # of rng, not of generator
     ran = sum(1 for r in result.trace if r.round > 0)
-    choices = MWEMChoices(rounds=ran, rounds_default=rounds is None, rounds_ceiling=ceiling,
+    choices = MWEMChoices(rounds=ran, rounds_default=asked is None, rounds_ceiling=ceiling,
                           noise_test=config.get("noise_test"), count_epsilon=count_share,
                           adaptive=adaptive, record_count=float(total),
                           candidates=candidates,
