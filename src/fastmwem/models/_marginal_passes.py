@@ -17,6 +17,7 @@ without it :func:`fit_marginals` declines and the caller runs the plain steps.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Literal
 
@@ -30,20 +31,58 @@ from fastmwem.workloads.marginals import Marginals
 __all__ = ["fit_marginals"]
 
 
-def _accumulate(p: np.ndarray, index: np.ndarray,  # pragma: no cover - compiled
-                out: np.ndarray) -> None:
-    """``out[index[i]] += p[i]`` in increasing ``i``: ``np.bincount(index, weights=p)``."""
-    for i in range(p.size):
-        out[index[i]] += p[i]
+def _sweep(p: np.ndarray, before: np.ndarray, factors: np.ndarray,  # pragma: no cover
+           index: np.ndarray, out: np.ndarray, run: int) -> None:
+    """``p[i] *= factors[before[i]]`` (none if ``factors`` is empty), then ``out[index[i]] +=
+    p[i]``: each ``out`` cell adds its ``p`` cells in increasing ``i``, as ``np.bincount`` does.
 
-
-def _multiply_accumulate(p: np.ndarray, before: np.ndarray,  # pragma: no cover - compiled
-                         factors: np.ndarray, index: np.ndarray, out: np.ndarray) -> None:
-    """``p[i] *= factors[before[i]]``, then ``out[index[i]] += p[i]``, in increasing ``i``."""
-    for i in range(p.size):
-        value = p[i] * factors[before[i]]
-        p[i] = value
-        out[index[i]] += value
+    ``run``: the cells come in runs of this many consecutive cells in the same ``out`` cell (the
+    axes the marginal sums out after its last one). A single sum is a chain of dependent adds,
+    each waiting for the last; so the runs are taken four at a time when they lie in four
+    different cells, and the four chains advance together, each still in its own order.
+    """
+    scale = factors.size > 0
+    if run == 1:  # consecutive cells already cycle through the cells of the marginal
+        for i in range(p.size):
+            value = p[i]
+            if scale:
+                value *= factors[before[i]]
+                p[i] = value
+            out[index[i]] += value
+        return
+    rows = p.size // run
+    r = 0
+    while r < rows:
+        i = r * run
+        b0 = index[i]
+        if r + 4 <= rows:
+            b1, b2, b3 = index[i + run], index[i + 2 * run], index[i + 3 * run]
+            if b0 != b1 and b0 != b2 and b0 != b3 and b1 != b2 and b1 != b3 and b2 != b3:
+                a0, a1, a2, a3 = out[b0], out[b1], out[b2], out[b3]
+                for j in range(i, i + run):
+                    v0, v1, v2, v3 = p[j], p[j + run], p[j + 2 * run], p[j + 3 * run]
+                    if scale:
+                        v0 *= factors[before[j]]
+                        v1 *= factors[before[j + run]]
+                        v2 *= factors[before[j + 2 * run]]
+                        v3 *= factors[before[j + 3 * run]]
+                        p[j], p[j + run], p[j + 2 * run], p[j + 3 * run] = v0, v1, v2, v3
+                    a0 += v0
+                    a1 += v1
+                    a2 += v2
+                    a3 += v3
+                out[b0], out[b1], out[b2], out[b3] = a0, a1, a2, a3
+                r += 4
+                continue
+        a0 = out[b0]
+        for j in range(i, i + run):
+            v0 = p[j]
+            if scale:
+                v0 *= factors[before[j]]
+                p[j] = v0
+            a0 += v0
+        out[b0] = a0
+        r += 1
 
 
 def _multiply(p: np.ndarray, before: np.ndarray,  # pragma: no cover - compiled
@@ -62,6 +101,8 @@ def _multiply_moved(p: np.ndarray, before: np.ndarray,  # pragma: no cover - com
         scratch[i] = abs(value - scratch[i])
 
 
+_NONE = np.empty(0)  # no factors: the sweep only sums
+
 _Kernels = tuple[Callable[..., None], ...]
 _compiled: _Kernels | Literal[False] | None = None  # False once numba was found missing
 
@@ -71,8 +112,7 @@ def _kernels() -> _Kernels | None:
     global _compiled
     if _compiled is None:
         try:
-            _compiled = (njit_cached(_accumulate, nogil=True),
-                         njit_cached(_multiply_accumulate, nogil=True),
+            _compiled = (njit_cached(_sweep, nogil=True),
                          njit_cached(_multiply_moved, nogil=True),
                          njit_cached(_multiply, nogil=True))
         except ImportError:  # the caller's plain steps are used instead
@@ -111,12 +151,14 @@ def fit_marginals(state: MWState, workload: Marginals, groups: Sequence[int],
         if index is None:
             return None
         indices.append(index)
-    accumulate, multiply_accumulate, multiply_moved, multiply = kernels
+    sweep, multiply_moved, multiply = kernels
     p, total = state.distribution, state.total
     s = float(workload.query_sensitivity)
     targets = [clipped_targets(values, s, workload.nonnegative_queries, total)
                for values in measured]
     sizes = [int(size) for size in workload.group_sizes()[list(groups)]]
+    shape = workload.domain.shape
+    runs = [math.prod(shape[max(workload.axes[g]) + 1:]) for g in groups]
     scratch = np.empty_like(p) if tolerance > 0 else None
     factors: np.ndarray | None = None  # of the last step, not yet applied to p
     for done in range(1, passes + 1):
@@ -124,10 +166,8 @@ def fit_marginals(state: MWState, workload: Marginals, groups: Sequence[int],
             np.copyto(scratch, p)
         for j, (index, size) in enumerate(zip(indices, sizes)):
             current = np.zeros(size)
-            if factors is None:
-                accumulate(p, index, current)
-            else:
-                multiply_accumulate(p, indices[j - 1], factors, index, current)
+            sweep(p, indices[j - 1], _NONE if factors is None else factors, index, current,
+                  runs[j])
             log_factors = partition_log_factors(current, targets[j], s, steps[j])
             factors = np.exp(check_log_factors(log_factors, size))
         if scratch is not None:
