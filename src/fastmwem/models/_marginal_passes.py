@@ -26,6 +26,8 @@ import numpy as np
 from fastmwem._jit import njit_cached
 from fastmwem.models.state import MWState, clipped_targets, partition_log_factors
 from fastmwem.workloads._common import check_log_factors
+from fastmwem.workloads.base import LinearWorkload
+from fastmwem.workloads.concatenate import Concatenate
 from fastmwem.workloads.marginals import Marginals
 
 __all__ = ["fit_marginals"]
@@ -120,7 +122,35 @@ def _kernels() -> _Kernels | None:
     return None if _compiled is False else _compiled
 
 
-def fit_marginals(state: MWState, workload: Marginals, groups: Sequence[int],
+def _compact_indices(workload: LinearWorkload, groups: Sequence[int]
+                     ) -> tuple[list[np.ndarray], list[int]] | None:
+    """The compact index of each group and the length of its runs (see :func:`_sweep`), when
+    each is a group of :class:`~fastmwem.workloads.marginals.Marginals` (not of a subclass,
+    which may answer differently), directly or as a part of a
+    :class:`~fastmwem.workloads.concatenate.Concatenate`; else ``None``."""
+    if type(workload) is Marginals:
+        parts: tuple[LinearWorkload, ...] = (workload,)
+    elif type(workload) is Concatenate:
+        parts = workload.parts
+    else:
+        return None
+    starts = np.cumsum([0] + [np.asarray(part.group_offsets).size - 1 for part in parts])
+    indices, runs = [], []
+    for g in groups:
+        i = int(np.searchsorted(starts, g, side="right") - 1)
+        part = parts[i]
+        if type(part) is not Marginals:
+            return None
+        local = int(g) - int(starts[i])
+        index = part.compact_index(local)
+        if index is None:
+            return None
+        indices.append(index)
+        runs.append(math.prod(part.domain.shape[max(part.axes[local]) + 1:]))
+    return indices, runs
+
+
+def fit_marginals(state: MWState, workload: LinearWorkload, groups: Sequence[int],
                   measured: Sequence[np.ndarray], steps: Sequence[float], passes: int,
                   tolerance: float, on_pass: Callable[[int], object] | None = None) -> int | None:
     """Up to ``passes`` passes of the group steps of :func:`~fastmwem.models.state.mw_group_step`
@@ -128,13 +158,13 @@ def fit_marginals(state: MWState, workload: Marginals, groups: Sequence[int],
     done) when the compiled sweeps do not apply.
 
     Passes stop once one moves the distribution by less than ``tolerance`` in L1 (``0``: run
-    them all), as :meth:`~fastmwem.models.state.MWState.moved` measures it. They apply to a
-    :class:`~fastmwem.workloads.marginals.Marginals` workload (not a subclass, which may answer
-    differently) with numba installed, when every group has a compact index.
+    them all), as :meth:`~fastmwem.models.state.MWState.moved` measures it. They apply with
+    numba installed to marginals (:func:`_compact_indices`) that all have a compact index.
 
     Args:
         state: the dense state.
-        workload: the marginals.
+        workload: the marginals, or a concatenation of marginals (the closure of an
+            adaptive run).
         groups: the measured group of each step.
         measured: each step's noisy answers (counts).
         steps: each step's weight (``step`` of :func:`~fastmwem.models.state.mw_group_step`).
@@ -143,22 +173,19 @@ def fit_marginals(state: MWState, workload: Marginals, groups: Sequence[int],
         on_pass: told of each pass as it finishes.
     """
     kernels = _kernels()
-    if kernels is None or type(workload) is not Marginals or passes < 1 or not groups:
+    if (kernels is None or passes < 1 or not groups
+            or not getattr(workload, "groups_partition_cells", False)):
         return None
-    indices = []
-    for g in groups:
-        index = workload.compact_index(int(g))
-        if index is None:
-            return None
-        indices.append(index)
+    found = _compact_indices(workload, groups)
+    if found is None:
+        return None
+    indices, runs = found
     sweep, multiply_moved, multiply = kernels
     p, total = state.distribution, state.total
     s = float(workload.query_sensitivity)
-    targets = [clipped_targets(values, s, workload.nonnegative_queries, total)
-               for values in measured]
+    nonnegative = bool(getattr(workload, "nonnegative_queries", False))
+    targets = [clipped_targets(values, s, nonnegative, total) for values in measured]
     sizes = [int(size) for size in workload.group_sizes()[list(groups)]]
-    shape = workload.domain.shape
-    runs = [math.prod(shape[max(workload.axes[g]) + 1:]) for g in groups]
     scratch = np.empty_like(p) if tolerance > 0 else None
     factors: np.ndarray | None = None  # of the last step, not yet applied to p
     for done in range(1, passes + 1):

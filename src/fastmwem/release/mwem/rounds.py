@@ -44,7 +44,6 @@ from fastmwem.release.mwem.plan import one_way_groups
 from fastmwem.release.mwem.setup import MWEMSetup
 from fastmwem.release.result import MWEMResult
 from fastmwem.workloads.base import LinearWorkload, groups_of_queries
-from fastmwem.workloads.marginals import Marginals
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -282,8 +281,8 @@ def reuse(run: Run, workload: LinearWorkload, tolerance: float, passes: int,
               for m in run.measurements]
     steps = steps_of(run)
     positions = run.state.pass_order(workload, groups)
-    if (run.setup.group_mode and run.noise_test is None and type(run.state) is MWState
-            and isinstance(workload, Marginals)):  # the same steps, in compiled sweeps
+    if run.setup.group_mode and run.noise_test is None and type(run.state) is MWState:
+        # marginals: the same steps, in compiled sweeps
         compiled = fit_marginals(run.state, workload, [groups[i] for i in positions],
                                  [run.measurements[i].values for i in positions],
                                  [steps[i] for i in positions], passes, tolerance, on_pass)
