@@ -186,7 +186,7 @@ def fit_marginals(state: MWState, workload: LinearWorkload, groups: Sequence[int
     nonnegative = bool(getattr(workload, "nonnegative_queries", False))
     targets = [clipped_targets(values, s, nonnegative, total) for values in measured]
     sizes = [int(size) for size in workload.group_sizes()[list(groups)]]
-    scratch = np.empty_like(p) if tolerance > 0 else None
+    scratch = state.checkpoint() if tolerance > 0 else None  # the state's own buffer
     factors: np.ndarray | None = None  # of the last step, not yet applied to p
     for done in range(1, passes + 1):
         if scratch is not None:
