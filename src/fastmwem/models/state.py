@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 __all__ = ["MWState", "SyntheticState", "MAX_RECORDS", "mw_group_step", "mw_query_step",
            "clipped_targets",
-           "noisy_start", "sample_records"]
+           "noisy_start", "partition_log_factors", "sample_records"]
 
 #: Largest record count the state works with. A noisy count above it is clipped (free
 #: post-processing): no dense histogram holds more records than a float64 counts exactly.
@@ -134,22 +134,37 @@ def mw_group_step(p: np.ndarray, workload: LinearWorkload, group: int, measured:
     its precision (see :mod:`fastmwem.release.annealing`).
     """
     current = workload.answer_group(p, group)
-    residuals, s = _residuals(workload, measured, current, total)
-    log_factors = residuals / (2.0 * s) if step == 1.0 else residuals * (step / (2.0 * s))
+    s = float(workload.query_sensitivity)
+    targets = clipped_targets(measured, s, bool(getattr(workload, "nonnegative_queries", False)),
+                              total)
     if getattr(workload, "groups_partition_cells", False):
-        # Each cell lies in exactly one query of the group with q(x) = 1, so the new total
-        # mass is known from the group's answers: fold the normalisation into the factors
-        # and save a pass over the histogram. The residuals lie in [-2, 2], so every shifted
-        # factor is at least e^(-2 step) and so is the mass (the group's answers sum to 1).
-        shifted = log_factors - log_factors.max()
-        mass = float((current * np.exp(shifted)).sum())
-        workload.multiply_group(p, group, shifted - math.log(mass))
+        workload.multiply_group(p, group, partition_log_factors(current, targets, s, step))
         return
+    residuals = (targets - current) / s
+    log_factors = residuals / (2.0 * s) if step == 1.0 else residuals * (step / (2.0 * s))
     # |sum_q log_factors[q] q(x)| <= sum_q |residuals[q]| / 2, as |q(x)| <= s.
     steps = max(1, math.ceil(float(np.abs(residuals).sum()) * step / (2.0 * _MAX_STEP)))
     for _ in range(steps):
         workload.multiply_group(p, group, log_factors / steps)
         p /= p.sum()
+
+
+def partition_log_factors(current: np.ndarray, targets: np.ndarray, s: float,
+                          step: float = 1.0) -> np.ndarray:
+    """The log-factors of a group whose queries partition the cells, normalisation included.
+
+    ``current``: the group's answers on the normalised distribution; ``targets``: its
+    measurements as :func:`clipped_targets` gives them. Each cell lies in exactly one query of
+    the group with ``q(x) = 1``, so the new total mass is known from the group's answers: it is
+    folded into the factors, which saves a pass over the histogram. The residuals lie in
+    ``[-2, 2]``, so every shifted factor is at least ``e^(-2 step)`` and so is the mass (the
+    group's answers sum to 1).
+    """
+    residuals = (targets - current) / s
+    log_factors = residuals / (2.0 * s) if step == 1.0 else residuals * (step / (2.0 * s))
+    shifted: np.ndarray = log_factors - log_factors.max()
+    mass = float((current * np.exp(shifted)).sum())
+    return shifted - math.log(mass)
 
 
 def mw_query_step(p: np.ndarray, workload: LinearWorkload, group: int, position: int,

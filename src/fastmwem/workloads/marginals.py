@@ -24,6 +24,8 @@ __all__ = ["Marginals", "merged_layout"]
 
 _INDEX_DOMAIN_CELLS = 2**22
 _INDEX_CACHE_CELLS = 2**25
+# The compact indices (one or two bytes a histogram cell) of compiled reuse passes.
+_COMPACT_CACHE_BYTES = 2**26
 
 
 class Marginals(LinearWorkload):
@@ -87,6 +89,7 @@ class Marginals(LinearWorkload):
         self._offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         self._layouts = [merged_layout(domain.shape, axes) for axes in sets]
         self._index_cache: dict[int, np.ndarray] = {}
+        self._compact_cache: dict[int, np.ndarray] = {}
 
     @classmethod
     def all_kway(cls, domain: Domain, k: int) -> Marginals:
@@ -164,18 +167,45 @@ class Marginals(LinearWorkload):
         cached = self._index_cache.get(group)
         if cached is not None:
             return cached
+        flat = self._build_index(group, np.dtype(np.intp))
+        if len(self._index_cache) * self.domain.size + flat.size <= _INDEX_CACHE_CELLS:
+            self._index_cache[group] = flat
+        return flat
+
+    def _build_index(self, group: int, dtype: np.dtype[Any]) -> np.ndarray:
         merged, kept = self._layouts[group]
-        index = np.zeros(merged, dtype=np.intp)
+        index = np.zeros(merged, dtype=dtype)
         stride = 1
         for pos in reversed(kept):
             shape = [1] * len(merged)
             shape[pos] = merged[pos]
-            index += (np.arange(merged[pos], dtype=np.intp) * stride).reshape(shape)
+            index += (np.arange(merged[pos]) * stride).astype(dtype).reshape(shape)
             stride *= merged[pos]
-        flat = index.reshape(-1)
-        if len(self._index_cache) * self.domain.size + flat.size <= _INDEX_CACHE_CELLS:
-            self._index_cache[group] = flat
-        return flat
+        return index.reshape(-1)
+
+    def compact_index(self, group: int) -> np.ndarray | None:
+        """The marginal cell of every histogram cell in one or two bytes, or ``None``.
+
+        For the compiled reuse passes (:mod:`fastmwem.models._marginal_passes`), which read it
+        in place of the index of :meth:`answer_group` (eight bytes a cell): ``uint8`` for a
+        marginal of at most 256 cells, ``uint16`` up to 65,536. ``None`` when
+        :meth:`answer_group` does not use an index (the passes must sum exactly as it does), for
+        a larger marginal, and once the cache (``_COMPACT_CACHE_BYTES``) is full.
+        """
+        g = check_int(group, "group", minimum=0, maximum=self.n_groups - 1)
+        cached = self._compact_cache.get(g)
+        if cached is not None:
+            return cached
+        cells = int(self._offsets[g + 1] - self._offsets[g])
+        if self.domain.size > _INDEX_DOMAIN_CELLS or cells > 2**16:
+            return None
+        dtype = np.dtype(np.uint8 if cells <= 2**8 else np.uint16)
+        used = sum(index.nbytes for index in self._compact_cache.values())
+        if used + self.domain.size * dtype.itemsize > _COMPACT_CACHE_BYTES:
+            return None
+        index = self._build_index(g, dtype)
+        self._compact_cache[g] = index
+        return index
 
     def answer(self, histogram: np.ndarray) -> np.ndarray:
         """All marginals at once, sharing partial sums along a trie of attribute prefixes.

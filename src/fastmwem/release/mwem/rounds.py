@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, TypedDict, cast
 import numpy as np
 
 from fastmwem.data.domain import Domain
+from fastmwem.models._marginal_passes import fit_marginals
 from fastmwem.models.factored import FactoredState
 from fastmwem.models.fit import FitMeasurement, fit
 from fastmwem.models.passes import fit_queries
@@ -279,7 +280,15 @@ def reuse(run: Run, workload: LinearWorkload, tolerance: float, passes: int,
               else int(groups_of_queries(offsets, m.queries.start))
               for m in run.measurements]
     steps = steps_of(run)
-    order = [(run.measurements[i], steps[i]) for i in run.state.pass_order(workload, groups)]
+    positions = run.state.pass_order(workload, groups)
+    if run.setup.group_mode and run.noise_test is None and type(run.state) is MWState:
+        # marginals: the same steps, in compiled sweeps
+        compiled = fit_marginals(run.state, workload, [groups[i] for i in positions],
+                                 [run.measurements[i].values for i in positions],
+                                 [steps[i] for i in positions], passes, tolerance, on_pass)
+        if compiled is not None:
+            return compiled
+    order = [(run.measurements[i], steps[i]) for i in positions]
     for done in range(1, passes + 1):
         checkpoint = run.state.checkpoint() if tolerance > 0 else None
         for m, step in order:
