@@ -7,7 +7,7 @@ import pytest
 
 from fastmwem import mwem
 from fastmwem.data import Dataset, Domain
-from fastmwem.models import _marginal_passes
+from fastmwem.models import marginal_passes
 from fastmwem.models.state import MWState, mw_group_step
 from fastmwem.release.mwem import rounds as _rounds
 from fastmwem.workloads import Concatenate, Marginals
@@ -30,7 +30,7 @@ def _random_layouts(seed):
 @pytest.mark.parametrize("seed", range(12))
 def test_sweep_equals_multiply_then_bincount(seed):
     domain, workload, rng = _random_layouts(seed)
-    sweep = _marginal_passes._kernels()[0]
+    sweep = marginal_passes._kernels()[0]
     p0 = rng.dirichlet(np.ones(domain.size))
     for g in range(workload.n_groups):
         before = (g + 3) % workload.n_groups
@@ -95,7 +95,7 @@ def test_fit_marginals_equals_the_plain_steps(seed, weighted):
         state = MWState(domain, start, total)
         state.distribution = start.copy()  # exactly the start, not renormalised
         seen = []
-        done = _marginal_passes.fit_marginals(state, workload, groups, measured, steps, passes,
+        done = marginal_passes.fit_marginals(state, workload, groups, measured, steps, passes,
                                               tolerance, seen.append)
         assert done == ran and seen == [1] * ran
         assert np.array_equal(state.distribution, expected)
@@ -106,25 +106,25 @@ def test_fit_marginals_declines_without_numba_or_index(monkeypatch):
     domain, workload, _ = _random_layouts(0)
     state = MWState.uniform(domain, 10.0)
     measured = [np.ones(int(workload.group_sizes()[0]))]
-    assert _marginal_passes.fit_marginals(state, workload, [0], measured, [1.0], 3, 0.0) == 3
+    assert marginal_passes.fit_marginals(state, workload, [0], measured, [1.0], 3, 0.0) == 3
 
     class Other(Marginals):
         pass
 
     other = Other(domain, workload.attribute_sets)
-    assert _marginal_passes.fit_marginals(state, other, [0], measured, [1.0], 3, 0.0) is None
+    assert marginal_passes.fit_marginals(state, other, [0], measured, [1.0], 3, 0.0) is None
     mixed = Concatenate([Marginals(domain, [domain.attributes[:1]]), other, workload])
     ones = [np.ones(domain.shape[0]), measured[0]]
     last = 1 + workload.n_groups  # group 0 of the last part
-    assert _marginal_passes.fit_marginals(state, mixed, [0, last], ones, [1.0] * 2, 3,
+    assert marginal_passes.fit_marginals(state, mixed, [0, last], ones, [1.0] * 2, 3,
                                           0.0) == 3
-    assert _marginal_passes.fit_marginals(state, mixed, [0, 1], ones, [1.0] * 2, 3,
+    assert marginal_passes.fit_marginals(state, mixed, [0, 1], ones, [1.0] * 2, 3,
                                           0.0) is None
     monkeypatch.setattr(_marginals, "_INDEX_DOMAIN_CELLS", 1)
     fresh = Marginals(domain, workload.attribute_sets)
-    assert _marginal_passes.fit_marginals(state, fresh, [0], measured, [1.0], 3, 0.0) is None
-    monkeypatch.setattr(_marginal_passes, "_kernels", lambda: None)
-    assert _marginal_passes.fit_marginals(state, workload, [0], measured, [1.0], 3, 0.0) is None
+    assert marginal_passes.fit_marginals(state, fresh, [0], measured, [1.0], 3, 0.0) is None
+    monkeypatch.setattr(marginal_passes, "_kernels", lambda: None)
+    assert marginal_passes.fit_marginals(state, workload, [0], measured, [1.0], 3, 0.0) is None
 
 
 def _table(seed):
@@ -146,7 +146,7 @@ def _table(seed):
 def test_mwem_is_bit_for_bit_unchanged_by_the_compiled_passes(monkeypatch, seed, options):
     dataset, workload = _table(seed)
     calls = []
-    fit = _marginal_passes.fit_marginals
+    fit = marginal_passes.fit_marginals
 
     def counting(state, workload, groups, measured, steps, passes, *args):
         done = fit(state, workload, groups, measured, steps, passes, *args)
@@ -157,7 +157,7 @@ def test_mwem_is_bit_for_bit_unchanged_by_the_compiled_passes(monkeypatch, seed,
     fast = mwem(dataset, workload, epsilon=2.0, rng=seed, progress=False, **options)
     assert any(passes > 0 for passes, _ in calls)
     assert all(done is not None for passes, done in calls if passes > 0)  # they were compiled
-    monkeypatch.setattr(_marginal_passes, "_kernels", lambda: None)  # numba missing
+    monkeypatch.setattr(marginal_passes, "_kernels", lambda: None)  # numba missing
     calls.clear()
     plain = mwem(dataset, workload, epsilon=2.0, rng=seed, progress=False, **options)
     assert calls and all(done is None for _, done in calls)

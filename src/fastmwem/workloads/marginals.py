@@ -186,7 +186,7 @@ class Marginals(LinearWorkload):
     def compact_index(self, group: int) -> np.ndarray | None:
         """The marginal cell of every histogram cell in one or two bytes, or ``None``.
 
-        For the compiled reuse passes (:mod:`fastmwem.models._marginal_passes`), which read it
+        For the compiled reuse passes (:mod:`fastmwem.models.marginal_passes`), which read it
         in place of the index of :meth:`answer_group` (eight bytes a cell): ``uint8`` for a
         marginal of at most 256 cells, ``uint16`` up to 65,536. ``None`` when
         :meth:`answer_group` does not use an index (the passes must sum exactly as it does), for

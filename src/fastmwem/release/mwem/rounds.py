@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING, TypedDict, cast
 import numpy as np
 
 from fastmwem.data.domain import Domain
-from fastmwem.models._marginal_passes import fit_marginals
 from fastmwem.models.factored import FactoredState
 from fastmwem.models.fit import FitMeasurement, fit
+from fastmwem.models.marginal_passes import fit_marginals
 from fastmwem.models.passes import fit_queries
 from fastmwem.models.state import (
     MAX_RECORDS,
