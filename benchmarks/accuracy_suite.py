@@ -158,9 +158,10 @@ def noisy_marginal_results() -> dict[tuple[str, float], dict[str, object]]:
 def reference(aim: dict[tuple[str, float], dict[str, object]],
               noisy: dict[tuple[str, float], dict[str, object]], table: str, eps: float
               ) -> tuple[str, dict[str, object]]:
-    """AIM's errors where its run finished, else the independent noisy marginals' (if run)."""
+    """AIM's errors where its run finished; where it could not (a timeout or a failure), the
+    independent noisy marginals' (if run). A table AIM was not run on stays without reference."""
     ref = aim.get((table, eps), {"status": "missing"})
-    if ref["status"] == "ok" or (table, eps) not in noisy:
+    if ref["status"] not in ("timeout", "failed") or (table, eps) not in noisy:
         return "aim", ref
     return "noisy marginals", noisy[(table, eps)]
 
@@ -170,7 +171,9 @@ def _mean_errors(runs: list[dict], table: str, policy: str, eps: float) -> dict[
             and r["epsilon"] == eps and r.get("status") == "ok"]
     if not hits:
         return None
-    return {m: float(np.mean([r[m] for r in hits])) for m in (*ORDERS, "cpu_seconds")}
+    means = {m: float(np.mean([r[m] for r in hits])) for m in (*ORDERS, "cpu_seconds")}
+    return {**means, "max_cpu_seconds": max(float(r["cpu_seconds"]) for r in hits),
+            "max_wall_seconds": max(float(r["wall_seconds"]) for r in hits)}
 
 
 def regret(runs: list[dict], names: list[str], tables_: list[str], epsilons: list[float]
@@ -228,7 +231,7 @@ def held_out(runs: list[dict], privacy: str, tables_: list[str], epsilons: list[
                                                                                   "missing"),
                                       "reference": kind}
             if mine is not None:
-                row.update({f"fastmwem_{m}": mine[m] for m in (*ORDERS, "cpu_seconds")})
+                row.update({f"fastmwem_{m}": v for m, v in mine.items()})
             if mine is not None and ref["status"] == "ok":
                 for m in ORDERS:
                     if m in ref:
@@ -283,6 +286,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              "list (the name starts with 'pure' or 'zcdp')")
     parser.add_argument("--only", nargs="+", default=None, help="run only these policies")
     parser.add_argument("--report-only", action="store_true")
+    parser.add_argument("--rerun", action="store_true",
+                        help="run again (and replace) the runs already in the results")
     parser.add_argument("--out", default=OUT)
     return parser.parse_args(argv)
 
@@ -322,7 +327,7 @@ def main(argv: list[str] | None = None) -> None:
                     for eps in args.epsilons:
                         for seed in args.seeds:
                             key = (table, policy, eps, seed, json.dumps(options, sort_keys=True))
-                            if key in done:
+                            if key in done and not args.rerun:
                                 continue
                             measured = run_once(data, privacy, eps, seed, options)
                             runs[:] = [r for r in runs if (r["table"], r["policy"], r["epsilon"],
