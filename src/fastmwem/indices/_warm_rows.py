@@ -54,6 +54,8 @@ def largest(values: np.ndarray, size: int) -> tuple[np.ndarray, float]:
 class Rows(Protocol):
     """What a warm-start index scans."""
 
+    granule: int  # a part (see ``part``) starts at a multiple of this many rows
+
     def __len__(self) -> int: ...
 
     def handles(self, v: np.ndarray) -> bool:
@@ -73,6 +75,9 @@ class Rows(Protocol):
     def head(self, count: int) -> Rows:
         """The first ``count`` rows (a view)."""
 
+    def part(self, start: int, stop: int) -> Rows:
+        """Rows ``start .. stop - 1`` (a view; ``start`` a multiple of ``granule``)."""
+
 
 def _exact_rounding(dimension: int, norms: tuple[float, float, float], v: np.ndarray) -> float:
     """How far the exact float64 score (``exact_dot`` plus the offset term) can be from the real
@@ -82,6 +87,8 @@ def _exact_rounding(dimension: int, norms: tuple[float, float, float], v: np.nda
 
 class FloatRows:
     """Rows as given; a scan is one BLAS product in their precision (see ``scan``)."""
+
+    granule = 1  # a part may start at any row
 
     def __init__(self, rows: np.ndarray, offsets: np.ndarray, norms: tuple[float, float, float],
                  dimension: int) -> None:
@@ -130,6 +137,10 @@ class FloatRows:
     def head(self, count: int) -> FloatRows:
         return FloatRows(self.rows[:count], self.offsets[:count], self.norms, self.dimension)
 
+    def part(self, start: int, stop: int) -> FloatRows:
+        return FloatRows(self.rows[start:stop], self.offsets[start:stop], self.norms,
+                         self.dimension)
+
 
 class Int16Rows:
     """Keys ``[A_i, o_i]`` as 16-bit integers ``q_i`` times one power of two ``s``
@@ -143,6 +154,8 @@ class Int16Rows:
     nothing but the entries. Build with :meth:`build`; ``unit`` is the largest
     ``|key_ij / s - q_ij|``.
     """
+
+    granule = _WIDTH  # a part starts at a block
 
     def __init__(self, cols: np.ndarray, n: int, scale: float, unit: float,
                  norms: tuple[float, float, float], dimension: int, kernels: ModuleType) -> None:
@@ -246,3 +259,9 @@ class Int16Rows:
 
     def head(self, count: int) -> Int16Rows:
         return self.take(np.arange(count))
+
+    def part(self, start: int, stop: int) -> Int16Rows:
+        if start % _WIDTH or not 0 <= start < stop <= self._n:
+            raise ValueError("a part of 16-bit rows starts at a block and is not empty")
+        return Int16Rows(self.cols[start // _WIDTH:-(-stop // _WIDTH)], stop - start,
+                         self.scale, self.unit, self.norms, self.dimension, self._kernels)

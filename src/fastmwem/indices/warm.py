@@ -59,6 +59,11 @@ _SAFE = 1.0 + 1e-9
 # From this many main rows on, scans use the 16-bit rows when numba is installed (below, a
 # BLAS product over the float rows is as fast).
 _COMPACT_ROWS = 65536
+# Default parts of the main keys: one per this many rows, at most _MAX_PARTS.
+_PART_ROWS, _MAX_PARTS = 1 << 18, 8
+# A part whose drift has used up this fraction of its margin is scanned again along with a
+# region rescan (_ALONG) or on its own (_EARLY), before its bound fails (see _refresh_early).
+_ALONG, _EARLY = 0.5, 0.8
 
 
 def _best(ids: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -147,7 +152,7 @@ class WarmStartIndex(IndexBase):
     def __init__(self, A: object, offsets: object, *, extra_rows: object = None,
                  extra_offsets: object = None, region: int | None = None,
                  brute_force_below: int = _SMALL, compact: bool | None = None,
-                 _stats: _KeyStats | None = None) -> None:
+                 parts: int | None = None, _stats: _KeyStats | None = None) -> None:
         main = real_matrix(A, "A")
         if main.ndim != 2 or main.shape[0] == 0 or main.shape[1] == 0:
             raise ValueError("A must be a non-empty 2-D array (at least one row and one column)")
@@ -167,12 +172,17 @@ class WarmStartIndex(IndexBase):
             raise TypeError(f"compact must be a bool or None, got {type(compact).__name__}")
         self._compact = compact
         self._stats = _stats
-        # Level 0 (full scan at v0): the region's ids and rows; the best score outside it.
-        self._v0: np.ndarray | None = None
-        self._err0 = 0.0
-        self._ids = np.empty(0, dtype=np.int64)
-        self._region: Rows | None = None
-        self._rest = -math.inf
+        self._parts = None if parts is None else check_int(parts, "parts", minimum=1)
+        # Level 0 (scans of the main keys, part by part): per part its reference query, error,
+        # region (ids, rows) and the best score outside its region; set by _split.
+        self._n_parts = 0
+        self._bounds: list[tuple[int, int]] = []
+        self._v0: list[np.ndarray | None] = []
+        self._err0 = np.empty(0)
+        self._rests = np.empty(0)
+        self._part_ids: list[np.ndarray] = []
+        self._regions: list[Rows | None] = []
+        self._ids = np.empty(0, dtype=np.int64)  # the region: the parts' ids end to end
         # Level 1 (scan of the region at v1): positions in the region, best first, and scores.
         self._v1: np.ndarray | None = None
         self._err1 = 0.0
@@ -185,6 +195,7 @@ class WarmStartIndex(IndexBase):
         self._filled = 0  # rows of _srows copied so far (see _sorted_rows)
         self._rest1 = -math.inf  # best level-1 score of the region's unsorted part
         self.rescans = 0
+        self.part_rescans = 0
         self.region_rescans = 0
 
     @staticmethod
@@ -206,7 +217,7 @@ class WarmStartIndex(IndexBase):
         return WarmStartIndex(self._A, self._o, extra_rows=extra_rows,
                               extra_offsets=extra_offsets, region=self._region_size,
                               brute_force_below=self._small, compact=self._compact,
-                              _stats=self._key_stats())
+                              parts=self._parts, _stats=self._key_stats())
 
     def _key_stats(self) -> _KeyStats:
         if self._stats is None:
@@ -258,13 +269,25 @@ class WarmStartIndex(IndexBase):
         if m <= max(self._small, 4 * k) or not self._main_rows().handles(v):
             ids = np.arange(self.n_keys, dtype=np.int64)
             return best_k(ids, self._exact(ids, v), k)
-        prefix = self._prefix(v, k)
+        if not self._n_parts:
+            self._split()
+        prefix, lower, outside = self._levels(v, k)
         if prefix is not None and prefix > max(4 * k, self._order.size // 2):
-            self._rescan_region(v, k)  # the region's order is stale
-            prefix = self._prefix(v, k)
-        if prefix is None or prefix > self._order.size:  # keys outside the region could enter
-            self._rescan(v, k)
-            prefix = self._prefix(v, k)
+            # The region's order is stale: sort it again, with the parts that are due anyway.
+            self._refresh(v, k, self._most_used(lower, outside, _ALONG))
+            prefix, lower, outside = self._levels(v, k)
+        if prefix is None or prefix > self._order.size:
+            # Keys outside the region, or in its unsorted part, could enter: scan the parts
+            # whose bound fails (none: sort the region again), and those nearly due.
+            failing = self._due(lower, outside, 1.0)
+            self._refresh(v, k, np.union1d(failing, self._most_used(lower, outside, _ALONG)))
+            prefix, lower, outside = self._levels(v, k)
+            if (prefix is None or prefix > self._order.size) and failing.size < self._n_parts:
+                self._refresh(v, k, np.arange(self._n_parts))
+                prefix, lower, outside = self._levels(v, k)
+        elif self._most_used(lower, outside, _EARLY).size:
+            self._refresh(v, k, self._most_used(lower, outside, _EARLY))
+            prefix, lower, outside = self._levels(v, k)
         if prefix is None or prefix > self._order.size:  # ties past the region: score all keys
             ids = np.arange(self.n_keys, dtype=np.int64)
             return best_k(ids, self._exact(ids, v), k)
@@ -292,65 +315,107 @@ class WarmStartIndex(IndexBase):
         return ids, exact_dot(keys, v[:-1]) + float(v[-1]) * offsets
 
     def _sorted_rows(self, count: int) -> FloatRows:
-        """The first ``count`` keys of the sorted part as float rows (the rest of the part is
-        copied from ``A`` the first time a prefix goes beyond the rows copied so far)."""
+        """The first ``count`` keys of the sorted part as float rows, copied from ``A`` when a
+        prefix first reaches them (at least twice the rows copied so far: few copies)."""
         if count > self._filled:
-            self._srows[self._filled:] = self._A[self._sids[self._filled:]]
-            self._filled = self._order.size
+            stop = min(self._order.size, max(count, 2 * self._filled))
+            self._srows[self._filled:stop] = self._A[self._sids[self._filled:stop]]
+            self._filled = stop
         return FloatRows(self._srows[:count], self._soffs[:count], self._key_stats().norms,
                          self.dimension)
 
-    def _prefix(self, v: np.ndarray, k: int) -> int | None:
-        """How many region keys (in level-1 order) can hold the top k at ``v``; None when keys
-        outside the region could."""
-        if self._v0 is None or self._v1 is None or k > self._sorted.size:
-            return None
+    def _levels(self, v: np.ndarray, k: int) -> tuple[int | None, float, np.ndarray]:
+        """How many region keys (in level-1 order) can hold the top k at ``v`` (None when keys
+        outside the region could; ``order.size + 1`` when keys of its unsorted part could),
+        the lower bound of the k-th best exact score, and each part's bound on the exact
+        scores of its keys outside the region."""
+        outside = self._outside(v)
+        if self._v1 is None or k > self._sorted.size:
+            return None, -math.inf, outside
         w1 = self._distance(v, self._v1, self._err1)
-        lower = self._sorted[k - 1] - w1  # the k-th best exact score is at least this
-        if self._rest + self._distance(v, self._v0, self._err0) >= lower:
-            return None
+        lower = float(self._sorted[k - 1]) - w1  # the k-th best exact score is at least this
+        if outside.max(initial=-math.inf) >= lower:
+            return None, lower, outside
         if self._rest1 + w1 >= lower:  # the unsorted part of the region could reach the top k
-            return self._order.size + 1
+            return self._order.size + 1, lower, outside
         # _sorted is descending: count the entries >= lower - w1.
-        return int(np.searchsorted(-self._sorted, -(lower - w1), side="right"))
+        prefix = int(np.searchsorted(-self._sorted, -(lower - w1), side="right"))
+        return prefix, lower, outside
 
-    def _rescan(self, v: np.ndarray, k: int) -> None:
-        """Score every main key at ``v``: a new region, and ``v`` as both references."""
-        m = self._A.shape[0]
+    def _split(self) -> None:
+        """Cut the main keys into parts of whole blocks of the scanned rows."""
+        m, granule = self._A.shape[0], self._main_rows().granule
+        wanted = self._parts or min(_MAX_PARTS, -(-m // _PART_ROWS))
+        blocks = -(-m // granule)
+        step = granule * -(-blocks // wanted)
+        self._bounds = [(s, min(m, s + step)) for s in range(0, m, step)]
+        self._n_parts = n = len(self._bounds)
+        self._v0, self._part_ids, self._regions = [None] * n, [self._ids] * n, [None] * n
+        self._err0, self._rests = np.zeros(n), np.full(n, -math.inf)
+
+    def _outside(self, v: np.ndarray) -> np.ndarray:
+        """Per part: an upper bound of the exact scores at ``v`` of its keys outside the
+        region (``inf`` before its first scan)."""
+        out = np.full(self._n_parts, math.inf)
+        for p, ref in enumerate(self._v0):
+            if ref is not None:
+                out[p] = self._rests[p] + self._distance(v, ref, float(self._err0[p]))
+        return out
+
+    def _due(self, lower: float, outside: np.ndarray, used: float) -> np.ndarray:
+        """The parts whose drift has used up at least the fraction ``used`` of their margin
+        ``lower - rest`` (1: those whose bound fails)."""
+        with np.errstate(invalid="ignore"):  # inf - inf before a part's first scan: due
+            drift = outside - self._rests
+            margin = lower - self._rests
+            return np.flatnonzero((margin <= 0) | ~(drift < used * margin))
+
+    def _most_used(self, lower: float, outside: np.ndarray, used: float) -> np.ndarray:
+        """The part (none or one) whose drift has used up the largest fraction of its margin,
+        if at least ``used``: scanning parts one at a time before their bounds fail spreads
+        the cost of a full scan over several rounds (``1 / parts`` of it each), instead of
+        the worst round of a run (needs more than one part, and a valid level 1)."""
+        due = self._due(lower, outside, used)
+        if self._n_parts == 1 or not due.size or not math.isfinite(lower):
+            return due[:0]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            fraction = (outside[due] - self._rests[due]) / (lower - self._rests[due])
+        fraction[~(lower > self._rests[due])] = math.inf  # failing (or never scanned)
+        return due[np.argmax(fraction)][None]
+
+    def _refresh(self, v: np.ndarray, k: int, parts: np.ndarray) -> None:
+        """Scan the main keys of ``parts`` at ``v`` (each: a new region part, and ``v`` as its
+        reference), then the whole region at ``v`` (the new level-1 reference)."""
         rows = self._main_rows()
-        ids, approx, self._rest, error, self._region = rows.best(
-            v, self._region_size or max(16 * k, m // 16))
-        self._ids = ids.astype(np.int64, copy=False)
-        self._v0, self._err0 = v.copy(), error
-        self._set_order(approx, v, error, k, first=True)
-        self.rescans += 1
+        m = self._A.shape[0]
+        total = self._region_size or max(16 * k, m // 16)
+        fresh: dict[int, tuple[np.ndarray, float]] = {}
+        for p in (int(q) for q in parts):
+            start, stop = self._bounds[p]
+            ids, approx, self._rests[p], error, self._regions[p] = rows.part(start, stop).best(
+                v, max(1, -(-total * (stop - start) // m)))
+            self._part_ids[p] = ids.astype(np.int64, copy=False) + start
+            self._v0[p], self._err0[p] = v.copy(), error
+            fresh[p] = (approx, error)
+        scans = [fresh[p] if p in fresh else region.scan(v)
+                 for p, region in enumerate(self._regions) if region is not None]
+        self._ids = np.concatenate(self._part_ids)
+        self._set_order(np.concatenate([a for a, _ in scans]), v, max(e for _, e in scans), k)
+        self.part_rescans += len(fresh)
+        self.rescans += len(fresh) == self._n_parts
+        self.region_rescans += len(fresh) < self._n_parts
 
-    def _rescan_region(self, v: np.ndarray, k: int) -> None:
-        """Score the region's keys at ``v``: the new level-1 reference."""
-        if self._region is None:  # never: a region exists once a full scan ran
-            raise RuntimeError("the region is scanned before any full scan")
-        approx, error = self._region.scan(v)
-        self._set_order(approx, v, error, k)
-        self.region_rescans += 1
-
-    def _set_order(self, approx: np.ndarray, v: np.ndarray, error: float, k: int,
-                   first: bool = False) -> None:
-        """Sort the best quarter of the region by ``approx`` (at least ``16 k``)."""
-        if self._region is None:
-            raise RuntimeError("the region is sorted before any full scan")
+    def _set_order(self, approx: np.ndarray, v: np.ndarray, error: float, k: int) -> None:
+        """Sort the best quarter of the region by ``approx`` (at least ``16 k``); its float
+        rows are copied from ``A`` as prefixes reach them (``_sorted_rows``)."""
         top, self._rest1 = largest(approx, max(16 * k, approx.size // 4))
         self._order = top[np.argsort(-approx[top])]  # ties in any order: only values count
         self._sorted = approx[self._order]
         self._sids = self._ids[self._order]
         self._soffs = self._o[self._sids]
-        if isinstance(self._region, FloatRows):
-            self._srows, self._filled = self._region.rows[self._order], self._order.size
-        else:
-            # The sorted part keeps float rows even when the region is 16-bit: rescoring a
-            # prefix then has the float scan's narrow window (a few keys to score exactly, not
-            # thousands). After a full scan, whose round costs the most, only the first 4 k are
-            # copied now (its prefixes start near k); the rest when a prefix reaches them.
-            self._filled = min(self._order.size, 4 * k) if first else self._order.size
-            self._srows = np.empty((self._order.size, self._A.shape[1]), dtype=self._A.dtype)
-            self._srows[:self._filled] = self._A[self._sids[:self._filled]]
+        # The sorted part keeps float rows even when the region is 16-bit: rescoring a prefix
+        # then has the float scan's narrow window (a few keys to score exactly, not thousands).
+        self._filled = min(self._order.size, 4 * k)
+        self._srows = np.empty((self._order.size, self._A.shape[1]), dtype=self._A.dtype)
+        self._srows[:self._filled] = self._A[self._sids[:self._filled]]
         self._v1, self._err1 = v.copy(), error
