@@ -38,6 +38,7 @@ The keys hold the private ``b``: the index is private and ``save`` refuses.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -45,7 +46,8 @@ from fastmwem._validation import check_int
 from fastmwem.indices._checks import check_queries, real_matrix
 from fastmwem.indices._common import IndexBase
 from fastmwem.indices._topk import U64, best_k, gamma, holder_bound, pad_results
-from fastmwem.indices._warm_rows import FloatRows, Int16Rows, Rows, largest
+from fastmwem.indices._warm_parts import Part
+from fastmwem.indices._warm_rows import FloatRows, Int16Rows, Rows
 from fastmwem.indices.flat import exact_dot
 
 __all__ = ["WarmStartIndex"]
@@ -63,7 +65,7 @@ _COMPACT_ROWS = 65536
 _PART_ROWS, _MAX_PARTS = 1 << 18, 8
 # A part whose drift has used up this fraction of its margin is scanned again along with a
 # region rescan (_ALONG) or on its own (_EARLY), before its bound fails (see _refresh_early).
-_ALONG, _EARLY = 0.5, 0.8
+_ALONG, _EARLY = 0.6, 0.85
 
 
 def _best(ids: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -112,12 +114,27 @@ class _KeyStats:
                 self._A, self._offsets, self.norms, dimension)
         return self._rows[compact]
 
-    def drift(self, dx: np.ndarray, dt: float) -> float:
-        """An upper bound of ``max_i |A_i . dx + o_i dt|`` (see the module docstring)."""
-        total = abs(float(dx.sum()))
-        holder = self.half_range * float(np.abs(dx).sum()) + self.mid * total
-        cauchy = self.spread * math.sqrt(float(dx @ dx)) + self.mean * total
-        return (min(holder, cauchy) + self.offset * abs(dt)) * _SAFE
+    def drift(self, dx: np.ndarray, dt: np.ndarray) -> np.ndarray:
+        """Per row of ``dx`` (``(n, d)``): an upper bound of ``max_i |A_i . dx + o_i dt|``
+        (see the module docstring)."""
+        total = np.abs(dx.sum(axis=1))
+        holder = self.half_range * np.abs(dx).sum(axis=1) + self.mid * total
+        cauchy = self.spread * np.sqrt(np.einsum("ij,ij->i", dx, dx)) + self.mean * total
+        bound: np.ndarray = (np.minimum(holder, cauchy) + self.offset * np.abs(dt)) * _SAFE
+        return bound
+
+
+class _Levels(NamedTuple):
+    """The bounds of a search at ``v``: ``lower`` (the k-th best exact score is at least it;
+    ``-inf`` when a part has no reference yet), per part the distances ``w0``, ``w1`` from the
+    level-0 and level-1 reference scores to the exact ones, whether the part was scanned, and
+    its prefix (the sorted keys with a level-1 score ``>= lower - w1``)."""
+
+    lower: float
+    w0: np.ndarray
+    w1: np.ndarray
+    scanned: np.ndarray
+    prefixes: np.ndarray
 
 
 class WarmStartIndex(IndexBase):
@@ -173,27 +190,7 @@ class WarmStartIndex(IndexBase):
         self._compact = compact
         self._stats = _stats
         self._parts = None if parts is None else check_int(parts, "parts", minimum=1)
-        # Level 0 (scans of the main keys, part by part): per part its reference query, error,
-        # region (ids, rows) and the best score outside its region; set by _split.
-        self._n_parts = 0
-        self._bounds: list[tuple[int, int]] = []
-        self._v0: list[np.ndarray | None] = []
-        self._err0 = np.empty(0)
-        self._rests = np.empty(0)
-        self._part_ids: list[np.ndarray] = []
-        self._regions: list[Rows | None] = []
-        self._ids = np.empty(0, dtype=np.int64)  # the region: the parts' ids end to end
-        # Level 1 (scan of the region at v1): positions in the region, best first, and scores.
-        self._v1: np.ndarray | None = None
-        self._err1 = 0.0
-        self._order = np.empty(0, dtype=np.int64)
-        self._sorted = np.empty(0)
-        # The sorted part's ids and rows, copied in level-1 order: a prefix is a slice.
-        self._sids = np.empty(0, dtype=np.int64)
-        self._srows = np.empty((0, d), dtype=self._A.dtype)
-        self._soffs = np.empty(0)
-        self._filled = 0  # rows of _srows copied so far (see _sorted_rows)
-        self._rest1 = -math.inf  # best level-1 score of the region's unsorted part
+        self._part_list: list[Part] = []  # the main keys' parts, made by the first search
         self.rescans = 0
         self.part_rescans = 0
         self.region_rescans = 0
@@ -257,90 +254,43 @@ class WarmStartIndex(IndexBase):
         raise ValueError("a WarmStartIndex holds private offsets and is never saved")
 
     # -- search ------------------------------------------------------------------------------
-    def _distance(self, v: np.ndarray, ref: np.ndarray, error: float) -> float:
-        """How far an exact float64 score at ``v`` can be from a reference score at ``ref``."""
-        drift = self._key_stats().drift(v[:-1] - ref[:-1], float(v[-1] - ref[-1]))
+    def _distances(self, v: np.ndarray, refs: np.ndarray, errors: np.ndarray) -> np.ndarray:
+        """Per row of ``refs``: how far an exact float64 score at ``v`` can be from a reference
+        score at that query with error ``errors``."""
+        drift = self._key_stats().drift(v[None, :-1] - refs[:, :-1], v[-1] - refs[:, -1])
         rounding = (gamma(self.dimension + 3, U64) * holder_bound(self._key_stats().norms, v)
                     + 2.0**-1060)
-        return (error + drift + rounding) * _SAFE
+        distance: np.ndarray = (errors + drift + rounding) * _SAFE
+        return distance
 
     def _top(self, v: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         m = self._A.shape[0]
         if m <= max(self._small, 4 * k) or not self._main_rows().handles(v):
             ids = np.arange(self.n_keys, dtype=np.int64)
             return best_k(ids, self._exact(ids, v), k)
-        if not self._n_parts:
+        if not self._part_list:
             self._split()
-        prefix, lower, outside = self._levels(v, k)
-        if prefix is not None and prefix > max(4 * k, self._order.size // 2):
-            # The region's order is stale: sort it again, with the parts that are due anyway.
-            self._refresh(v, k, self._most_used(lower, outside, _ALONG))
-            prefix, lower, outside = self._levels(v, k)
-        if prefix is None or prefix > self._order.size:
-            # Keys outside the region, or in its unsorted part, could enter: scan the parts
-            # whose bound fails (none: sort the region again), and those nearly due.
-            failing = self._due(lower, outside, 1.0)
-            self._refresh(v, k, np.union1d(failing, self._most_used(lower, outside, _ALONG)))
-            prefix, lower, outside = self._levels(v, k)
-            if (prefix is None or prefix > self._order.size) and failing.size < self._n_parts:
-                self._refresh(v, k, np.arange(self._n_parts))
-                prefix, lower, outside = self._levels(v, k)
-        elif self._most_used(lower, outside, _EARLY).size:
-            self._refresh(v, k, self._most_used(lower, outside, _EARLY))
-            prefix, lower, outside = self._levels(v, k)
-        if prefix is None or prefix > self._order.size:  # ties past the region: score all keys
+        levels = self._levels(v, k)
+        keys, regions = self._needed(levels)
+        if not keys.size and not regions.size:  # nothing needed: one part's scan, maybe
+            keys, regions = self._ahead(levels, k)
+        if keys.size or regions.size:
+            self._scan(v, k, keys, regions, levels)
+            levels = self._levels(v, k)
+            keys, regions = self._needed(levels)
+            if keys.size or regions.size:  # a query far from the references: every part
+                self._scan(v, k, np.arange(len(self._part_list)), regions[:0], levels)
+                levels = self._levels(v, k)
+                keys, regions = self._needed(levels)
+        if keys.size or regions.size:  # ties past the regions: score all keys
             ids = np.arange(self.n_keys, dtype=np.int64)
             return best_k(ids, self._exact(ids, v), k)
-        ids, scores = self._rescore(v, k, prefix)
+        ids, scores = self._rescore(v, k, levels)
         if self._E.shape[0]:
             extra = np.arange(m, self.n_keys, dtype=np.int64)
             ids = np.concatenate([ids, extra])
             scores = np.concatenate([scores, self._exact(extra, v)])
         return _best(ids, scores, k)
-
-    def _rescore(self, v: np.ndarray, k: int, prefix: int) -> tuple[np.ndarray, np.ndarray]:
-        """Exact scores of the keys of the prefix that can reach its top k: one scan of the
-        (contiguous) prefix with a proven error ``E``, then exact scores of the keys within
-        ``2 E`` of its k-th approximate score (the window argument of ``indices._topk``)."""
-        rows = self._sorted_rows(prefix)
-        ids, keys, offsets = self._sids[:prefix], rows.rows, rows.offsets
-        if prefix > 2 * k:
-            approx, error = rows.scan(v)
-            error = (error + gamma(self.dimension + 3, U64)
-                     * holder_bound(self._key_stats().norms, v) + 2.0**-1060) * _SAFE
-            kth = np.partition(approx, prefix - k)[prefix - k]
-            keep = np.flatnonzero(approx >= kth - 2.0 * error)
-            ids, keys, offsets = ids[keep], keys[keep], offsets[keep]
-        # the same bits as _exact (a row-wise sum of the same rows and offsets)
-        return ids, exact_dot(keys, v[:-1]) + float(v[-1]) * offsets
-
-    def _sorted_rows(self, count: int) -> FloatRows:
-        """The first ``count`` keys of the sorted part as float rows, copied from ``A`` when a
-        prefix first reaches them (at least twice the rows copied so far: few copies)."""
-        if count > self._filled:
-            stop = min(self._order.size, max(count, 2 * self._filled))
-            self._srows[self._filled:stop] = self._A[self._sids[self._filled:stop]]
-            self._filled = stop
-        return FloatRows(self._srows[:count], self._soffs[:count], self._key_stats().norms,
-                         self.dimension)
-
-    def _levels(self, v: np.ndarray, k: int) -> tuple[int | None, float, np.ndarray]:
-        """How many region keys (in level-1 order) can hold the top k at ``v`` (None when keys
-        outside the region could; ``order.size + 1`` when keys of its unsorted part could),
-        the lower bound of the k-th best exact score, and each part's bound on the exact
-        scores of its keys outside the region."""
-        outside = self._outside(v)
-        if self._v1 is None or k > self._sorted.size:
-            return None, -math.inf, outside
-        w1 = self._distance(v, self._v1, self._err1)
-        lower = float(self._sorted[k - 1]) - w1  # the k-th best exact score is at least this
-        if outside.max(initial=-math.inf) >= lower:
-            return None, lower, outside
-        if self._rest1 + w1 >= lower:  # the unsorted part of the region could reach the top k
-            return self._order.size + 1, lower, outside
-        # _sorted is descending: count the entries >= lower - w1.
-        prefix = int(np.searchsorted(-self._sorted, -(lower - w1), side="right"))
-        return prefix, lower, outside
 
     def _split(self) -> None:
         """Cut the main keys into parts of whole blocks of the scanned rows."""
@@ -348,74 +298,99 @@ class WarmStartIndex(IndexBase):
         wanted = self._parts or min(_MAX_PARTS, -(-m // _PART_ROWS))
         blocks = -(-m // granule)
         step = granule * -(-blocks // wanted)
-        self._bounds = [(s, min(m, s + step)) for s in range(0, m, step)]
-        self._n_parts = n = len(self._bounds)
-        self._v0, self._part_ids, self._regions = [None] * n, [self._ids] * n, [None] * n
-        self._err0, self._rests = np.zeros(n), np.full(n, -math.inf)
+        stats = self._key_stats()
+        self._part_list = [Part(s, min(m, s + step), self._A, self._o, stats.norms,
+                                self.dimension) for s in range(0, m, step)]
 
-    def _outside(self, v: np.ndarray) -> np.ndarray:
-        """Per part: an upper bound of the exact scores at ``v`` of its keys outside the
-        region (``inf`` before its first scan)."""
-        out = np.full(self._n_parts, math.inf)
-        for p, ref in enumerate(self._v0):
-            if ref is not None:
-                out[p] = self._rests[p] + self._distance(v, ref, float(self._err0[p]))
-        return out
+    def _levels(self, v: np.ndarray, k: int) -> _Levels:
+        """The bounds at ``v`` (see ``_Levels``)."""
+        parts = self._part_list
+        unset = np.zeros((1, v.size))
+        w0 = self._distances(v, np.stack([unset[0] if p.v0 is None else p.v0 for p in parts]),
+                             np.array([p.err0 for p in parts]))
+        w1 = self._distances(v, np.stack([unset[0] if p.v1 is None else p.v1 for p in parts]),
+                             np.array([p.err1 for p in parts]))
+        scanned = np.array([p.v0 is not None for p in parts])
+        w0[~scanned] = w1[~scanned] = math.inf
+        lower = -math.inf
+        if scanned.all():
+            bounds = np.concatenate([p.sorted[:k] - w for p, w in zip(parts, w1)])
+            if bounds.size >= k:  # the k-th best exact score is at least the k-th bound
+                lower = float(np.partition(bounds, bounds.size - k)[bounds.size - k])
+        prefixes = np.array([p.prefix(lower - w) if math.isfinite(lower) else 0
+                             for p, w in zip(parts, w1)], dtype=np.int64)
+        return _Levels(lower, w0, w1, scanned, prefixes)
 
-    def _due(self, lower: float, outside: np.ndarray, used: float) -> np.ndarray:
-        """The parts whose drift has used up at least the fraction ``used`` of their margin
-        ``lower - rest`` (1: those whose bound fails)."""
-        with np.errstate(invalid="ignore"):  # inf - inf before a part's first scan: due
-            drift = outside - self._rests
-            margin = lower - self._rests
-            return np.flatnonzero((margin <= 0) | ~(drift < used * margin))
+    def _needed(self, levels: _Levels) -> tuple[np.ndarray, np.ndarray]:
+        """The parts whose keys outside the region could reach the top k (scan their keys),
+        and the other parts whose region's unsorted keys could (sort the region again)."""
+        parts, lower = self._part_list, levels.lower
+        rest = np.array([p.rest for p in parts])
+        rest1 = np.array([p.rest1 for p in parts])
+        with np.errstate(invalid="ignore"):  # -inf + inf: a part not scanned yet
+            keys = ~levels.scanned | ((rest + levels.w0) >= lower)
+            regions = ~keys & ((rest1 + levels.w1) >= lower)
+        return np.flatnonzero(keys), np.flatnonzero(regions)
 
-    def _most_used(self, lower: float, outside: np.ndarray, used: float) -> np.ndarray:
-        """The part (none or one) whose drift has used up the largest fraction of its margin,
-        if at least ``used``: scanning parts one at a time before their bounds fail spreads
-        the cost of a full scan over several rounds (``1 / parts`` of it each), instead of
-        the worst round of a run (needs more than one part, and a valid level 1)."""
-        due = self._due(lower, outside, used)
-        if self._n_parts == 1 or not due.size or not math.isfinite(lower):
-            return due[:0]
+    def _used(self, levels: _Levels) -> np.ndarray:
+        """Per part: the fraction of its margin ``lower - rest`` its level-0 drift used up."""
+        rest = np.array([p.rest for p in self._part_list])
         with np.errstate(invalid="ignore", divide="ignore"):
-            fraction = (outside[due] - self._rests[due]) / (lower - self._rests[due])
-        fraction[~(lower > self._rests[due])] = math.inf  # failing (or never scanned)
-        return due[np.argmax(fraction)][None]
+            used = (levels.w0 / (levels.lower - rest))
+        used[~(levels.lower > rest)] = math.inf
+        return used
 
-    def _refresh(self, v: np.ndarray, k: int, parts: np.ndarray) -> None:
-        """Scan the main keys of ``parts`` at ``v`` (each: a new region part, and ``v`` as its
-        reference), then the whole region at ``v`` (the new level-1 reference)."""
+    def _ahead(self, levels: _Levels, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """The scan done ahead of need when no bound fails, one part at most: the region of
+        the part with the longest prefix when it is long (rescoring it costs), else the keys
+        of the part whose drift has used up the most of its margin, from ``_EARLY`` on. A
+        full scan then comes a part at a time (``1 / parts`` of its cost per round), not all
+        at once in the worst round of a run."""
+        parts = self._part_list
+        none = np.empty(0, dtype=np.int64)
+        sizes = np.array([p.sorted.size for p in parts])
+        if levels.prefixes.sum() > max(4 * k, sizes.sum() // 2):
+            return none, np.arange(len(parts))
+        used = self._used(levels)
+        if len(parts) > 1 and used.max() >= _EARLY:
+            return np.array([np.argmax(used)]), none
+        return none, none
+
+    def _scan(self, v: np.ndarray, k: int, keys: np.ndarray, regions: np.ndarray,
+              levels: _Levels) -> None:
+        """Scan the keys of the parts ``keys`` and the regions of the parts ``regions`` at
+        ``v``. With several parts, the region rescan of the part whose drift used up the most
+        of its margin (at least ``_ALONG``) becomes a scan of its keys (one a round)."""
+        parts, m = self._part_list, self._A.shape[0]
+        if len(parts) > 1 and regions.size:
+            used = self._used(levels)[regions]
+            if used.max() >= _ALONG:
+                keys = np.union1d(keys, regions[np.argmax(used)])
         rows = self._main_rows()
-        m = self._A.shape[0]
         total = self._region_size or max(16 * k, m // 16)
-        fresh: dict[int, tuple[np.ndarray, float]] = {}
-        for p in (int(q) for q in parts):
-            start, stop = self._bounds[p]
-            ids, approx, self._rests[p], error, self._regions[p] = rows.part(start, stop).best(
-                v, max(1, -(-total * (stop - start) // m)))
-            self._part_ids[p] = ids.astype(np.int64, copy=False) + start
-            self._v0[p], self._err0[p] = v.copy(), error
-            fresh[p] = (approx, error)
-        scans = [fresh[p] if p in fresh else region.scan(v)
-                 for p, region in enumerate(self._regions) if region is not None]
-        self._ids = np.concatenate(self._part_ids)
-        self._set_order(np.concatenate([a for a, _ in scans]), v, max(e for _, e in scans), k)
-        self.part_rescans += len(fresh)
-        self.rescans += len(fresh) == self._n_parts
-        self.region_rescans += len(fresh) < self._n_parts
+        for q in keys:
+            p = parts[int(q)]
+            p.scan_keys(rows.part(p.start, p.stop), v, max(1, -(-total * len(p) // m)),
+                        -(-16 * k * len(p) // m), -(-4 * k * len(p) // m))
+        for q in np.setdiff1d(regions, keys):
+            p = parts[int(q)]
+            p.scan_region(v, -(-16 * k * len(p) // m), -(-4 * k * len(p) // m))
+        self.part_rescans += keys.size
+        self.rescans += keys.size == len(parts)
+        self.region_rescans += np.setdiff1d(regions, keys).size
 
-    def _set_order(self, approx: np.ndarray, v: np.ndarray, error: float, k: int) -> None:
-        """Sort the best quarter of the region by ``approx`` (at least ``16 k``); its float
-        rows are copied from ``A`` as prefixes reach them (``_sorted_rows``)."""
-        top, self._rest1 = largest(approx, max(16 * k, approx.size // 4))
-        self._order = top[np.argsort(-approx[top])]  # ties in any order: only values count
-        self._sorted = approx[self._order]
-        self._sids = self._ids[self._order]
-        self._soffs = self._o[self._sids]
-        # The sorted part keeps float rows even when the region is 16-bit: rescoring a prefix
-        # then has the float scan's narrow window (a few keys to score exactly, not thousands).
-        self._filled = min(self._order.size, 4 * k)
-        self._srows = np.empty((self._order.size, self._A.shape[1]), dtype=self._A.dtype)
-        self._srows[:self._filled] = self._A[self._sids[:self._filled]]
-        self._v1, self._err1 = v.copy(), error
+    def _rescore(self, v: np.ndarray, k: int, levels: _Levels) -> tuple[np.ndarray, np.ndarray]:
+        """Exact scores of the keys of the prefixes that can reach their top k: one scan of
+        each (contiguous) prefix with a proven error ``E``, then exact scores of the keys
+        within ``2 E`` of the k-th approximate score (the window argument of
+        ``indices._topk``)."""
+        chosen = [(p, int(n)) for p, n in zip(self._part_list, levels.prefixes) if n]
+        ids = np.concatenate([p.sids[:n] for p, n in chosen])
+        if ids.size > 2 * k:
+            scans = [p.rows(n).scan(v) for p, n in chosen]
+            approx = np.concatenate([a for a, _ in scans])
+            error = (max(e for _, e in scans) + gamma(self.dimension + 3, U64)
+                     * holder_bound(self._key_stats().norms, v) + 2.0**-1060) * _SAFE
+            kth = np.partition(approx, approx.size - k)[approx.size - k]
+            ids = ids[approx >= kth - 2.0 * error]
+        return ids, self._exact(ids, v)
