@@ -63,9 +63,12 @@ _SAFE = 1.0 + 1e-9
 _COMPACT_ROWS = 65536
 # Default parts of the main keys: one per this many rows, at most _MAX_PARTS.
 _PART_ROWS, _MAX_PARTS = 1 << 18, 8
-# A part whose drift has used up this fraction of its margin is scanned again along with a
-# region rescan (_ALONG) or on its own (_EARLY), before its bound fails (see _refresh_early).
-_ALONG, _EARLY = 0.6, 0.85
+# A part whose level-0 drift used up this fraction of its margin has its keys scanned before
+# its bound fails (_EARLY); new S come when a level-1 drift used up _EARLY_TOP of its margin,
+# with those of the parts where it used up _ALONG (see _ahead).
+_EARLY, _EARLY_TOP, _ALONG = 0.85, 0.8, 0.5
+# A part's S holds at least this many keys per k of the whole (in proportion to the part).
+_TOP = 16
 
 
 def _best(ids: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -124,17 +127,40 @@ class _KeyStats:
         return bound
 
 
-class _Levels(NamedTuple):
+class _State(NamedTuple):
     """The bounds of a search at ``v``: ``lower`` (the k-th best exact score is at least it;
-    ``-inf`` when a part has no reference yet), per part the distances ``w0``, ``w1`` from the
-    level-0 and level-1 reference scores to the exact ones, whether the part was scanned, and
-    its prefix (the sorted keys with a level-1 score ``>= lower - w1``)."""
+    ``-inf`` when a part has no reference yet) and ``error``, the proven error of the scanned
+    scores of the ``S``; per part the distances ``w0``, ``w1`` from its level-0 and level-1
+    reference scores to the exact ones, whether it was scanned, ``rest`` and ``rest1``."""
 
     lower: float
+    error: float
     w0: np.ndarray
     w1: np.ndarray
     scanned: np.ndarray
-    prefixes: np.ndarray
+    rest: np.ndarray
+    rest1: np.ndarray
+
+
+class _Refs(NamedTuple):
+    """The parts' references side by side: whether each was scanned, the level-0 then the
+    level-1 queries and errors (``2 parts`` rows), ``rest`` and ``rest1``."""
+
+    scanned: np.ndarray
+    queries: np.ndarray
+    errors: np.ndarray
+    rest: np.ndarray
+    rest1: np.ndarray
+
+    @staticmethod
+    def of(parts: list[Part], dimension: int) -> _Refs:
+        unset = np.zeros(dimension)  # a part not scanned yet (its distances are set to inf)
+        queries = [unset if p.v0 is None else p.v0 for p in parts] + [
+            unset if p.v1 is None else p.v1 for p in parts]
+        return _Refs(np.array([p.v0 is not None for p in parts], dtype=bool),
+                     np.array(queries).reshape(len(queries), dimension),
+                     np.array([p.err0 for p in parts] + [p.err1 for p in parts]),
+                     np.array([p.rest for p in parts]), np.array([p.rest1 for p in parts]))
 
 
 class WarmStartIndex(IndexBase):
@@ -191,6 +217,7 @@ class WarmStartIndex(IndexBase):
         self._stats = _stats
         self._parts = None if parts is None else check_int(parts, "parts", minimum=1)
         self._part_list: list[Part] = []  # the main keys' parts, made by the first search
+        self._refs = _Refs.of([], self.dimension)
         self.rescans = 0
         self.part_rescans = 0
         self.region_rescans = 0
@@ -270,22 +297,28 @@ class WarmStartIndex(IndexBase):
             return best_k(ids, self._exact(ids, v), k)
         if not self._part_list:
             self._split()
-        levels = self._levels(v, k)
-        keys, regions = self._needed(levels)
+        tops: dict[int, tuple[np.ndarray, float]] = {}  # each part's S scanned at v
+        state = self._state(v, k, tops)
+        keys, regions = self._needed(state)
         if not keys.size and not regions.size:  # nothing needed: one part's scan, maybe
-            keys, regions = self._ahead(levels, k)
+            keys, regions = self._ahead(state)
         if keys.size or regions.size:
-            self._scan(v, k, keys, regions, levels)
-            levels = self._levels(v, k)
-            keys, regions = self._needed(levels)
+            self._scan(v, k, keys, regions, state, tops)
+            state = self._state(v, k, tops)
+            keys, regions = self._needed(state)
             if keys.size or regions.size:  # a query far from the references: every part
-                self._scan(v, k, np.arange(len(self._part_list)), regions[:0], levels)
-                levels = self._levels(v, k)
-                keys, regions = self._needed(levels)
+                self._scan(v, k, np.arange(len(self._part_list)), regions[:0], state, tops)
+                state = self._state(v, k, tops)
+                keys, regions = self._needed(state)
         if keys.size or regions.size:  # ties past the regions: score all keys
             ids = np.arange(self.n_keys, dtype=np.int64)
             return best_k(ids, self._exact(ids, v), k)
-        ids, scores = self._rescore(v, k, levels)
+        # The window argument of indices._topk over the union of the S: a key of a top-k set
+        # has an exact score >= lower = T - E, so a scanned score >= T - 2 E.
+        cut = state.lower - state.error
+        ids = np.concatenate([p.top_ids[tops[q][0] >= cut]
+                              for q, p in enumerate(self._part_list)])
+        scores = self._exact(ids, v)
         if self._E.shape[0]:
             extra = np.arange(m, self.n_keys, dtype=np.int64)
             ids = np.concatenate([ids, extra])
@@ -298,99 +331,85 @@ class WarmStartIndex(IndexBase):
         wanted = self._parts or min(_MAX_PARTS, -(-m // _PART_ROWS))
         blocks = -(-m // granule)
         step = granule * -(-blocks // wanted)
-        stats = self._key_stats()
-        self._part_list = [Part(s, min(m, s + step), self._A, self._o, stats.norms,
-                                self.dimension) for s in range(0, m, step)]
+        self._part_list = [Part(s, min(m, s + step)) for s in range(0, m, step)]
+        self._refs = _Refs.of(self._part_list, self.dimension)
 
-    def _levels(self, v: np.ndarray, k: int) -> _Levels:
-        """The bounds at ``v`` (see ``_Levels``)."""
-        parts = self._part_list
-        unset = np.zeros((1, v.size))
-        w0 = self._distances(v, np.stack([unset[0] if p.v0 is None else p.v0 for p in parts]),
-                             np.array([p.err0 for p in parts]))
-        w1 = self._distances(v, np.stack([unset[0] if p.v1 is None else p.v1 for p in parts]),
-                             np.array([p.err1 for p in parts]))
-        scanned = np.array([p.v0 is not None for p in parts])
-        w0[~scanned] = w1[~scanned] = math.inf
-        lower = -math.inf
+    def _state(self, v: np.ndarray, k: int, tops: dict[int, tuple[np.ndarray, float]]
+               ) -> _State:
+        """The bounds of a search at ``v`` (see ``_State``); scans the parts' ``S`` not in
+        ``tops`` yet."""
+        parts, refs = self._part_list, self._refs
+        scanned = refs.scanned
+        for q in np.flatnonzero(scanned):
+            if q not in tops:
+                tops[int(q)] = parts[q].scan_top(v)
+        lower, error = -math.inf, 0.0
         if scanned.all():
-            bounds = np.concatenate([p.sorted[:k] - w for p, w in zip(parts, w1)])
-            if bounds.size >= k:  # the k-th best exact score is at least the k-th bound
-                lower = float(np.partition(bounds, bounds.size - k)[bounds.size - k])
-        prefixes = np.array([p.prefix(lower - w) if math.isfinite(lower) else 0
-                             for p, w in zip(parts, w1)], dtype=np.int64)
-        return _Levels(lower, w0, w1, scanned, prefixes)
+            approx = np.concatenate([tops[q][0] for q in range(len(parts))])
+            error = max(e for _, e in tops.values()) * _SAFE
+            if approx.size >= k:  # k keys score >= T - E exactly: so does the k-th best
+                lower = float(np.partition(approx, approx.size - k)[approx.size - k]) - error
+        w = self._distances(v, refs.queries, refs.errors)  # levels 0 and 1, part by part
+        w[np.concatenate([~scanned, ~scanned])] = math.inf
+        n = len(parts)
+        return _State(lower, error, w[:n], w[n:], scanned, refs.rest, refs.rest1)
 
-    def _needed(self, levels: _Levels) -> tuple[np.ndarray, np.ndarray]:
+    @staticmethod
+    def _needed(state: _State) -> tuple[np.ndarray, np.ndarray]:
         """The parts whose keys outside the region could reach the top k (scan their keys),
-        and the other parts whose region's unsorted keys could (sort the region again)."""
-        parts, lower = self._part_list, levels.lower
-        rest = np.array([p.rest for p in parts])
-        rest1 = np.array([p.rest1 for p in parts])
+        and the other parts whose region's keys outside ``S`` could (choose ``S`` again)."""
         with np.errstate(invalid="ignore"):  # -inf + inf: a part not scanned yet
-            keys = ~levels.scanned | ((rest + levels.w0) >= lower)
-            regions = ~keys & ((rest1 + levels.w1) >= lower)
+            keys = ~state.scanned | ((state.rest + state.w0) >= state.lower)
+            regions = ~keys & ((state.rest1 + state.w1) >= state.lower)
         return np.flatnonzero(keys), np.flatnonzero(regions)
 
-    def _used(self, levels: _Levels) -> np.ndarray:
-        """Per part: the fraction of its margin ``lower - rest`` its level-0 drift used up."""
-        rest = np.array([p.rest for p in self._part_list])
+    @staticmethod
+    def _used(lower: float, rest: np.ndarray, w: np.ndarray) -> np.ndarray:
+        """Per part: the fraction of its margin ``lower - rest`` that the drift ``w`` used."""
         with np.errstate(invalid="ignore", divide="ignore"):
-            used = (levels.w0 / (levels.lower - rest))
-        used[~(levels.lower > rest)] = math.inf
+            used = w / (lower - rest)
+        used[~(lower > rest)] = math.inf
         return used
 
-    def _ahead(self, levels: _Levels, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """The scan done ahead of need when no bound fails, one part at most: the region of
-        the part with the longest prefix when it is long (rescoring it costs), else the keys
-        of the part whose drift has used up the most of its margin, from ``_EARLY`` on. A
-        full scan then comes a part at a time (``1 / parts`` of its cost per round), not all
-        at once in the worst round of a run."""
-        parts = self._part_list
+    def _ahead(self, state: _State) -> tuple[np.ndarray, np.ndarray]:
+        """The scans done ahead of need when no bound fails: with several parts, the keys of
+        the part whose level-0 drift used up the most of its margin, from ``_EARLY`` on (one
+        part a round: a full scan thus comes a part at a time, ``1 / parts`` of its cost per
+        round, not all at once in the worst round of a run); else new ``S`` when a level-1
+        drift used up ``_EARLY_TOP`` of its margin."""
         none = np.empty(0, dtype=np.int64)
-        sizes = np.array([p.sorted.size for p in parts])
-        if levels.prefixes.sum() > max(4 * k, sizes.sum() // 2):
-            return none, np.arange(len(parts))
-        used = self._used(levels)
-        if len(parts) > 1 and used.max() >= _EARLY:
+        used = self._used(state.lower, state.rest, state.w0)
+        if len(self._part_list) > 1 and used.max() >= _EARLY:
             return np.array([np.argmax(used)]), none
+        if self._used(state.lower, state.rest1, state.w1).max() >= _EARLY_TOP:
+            return none, self._along(state, none)
         return none, none
 
+    def _along(self, state: _State, regions: np.ndarray) -> np.ndarray:
+        """``regions`` with the parts whose level-1 drift used up ``_ALONG`` of its margin:
+        new ``S`` come together (cheap), in few rounds."""
+        used = self._used(state.lower, state.rest1, state.w1)
+        return np.union1d(regions, np.flatnonzero(used >= _ALONG))
+
     def _scan(self, v: np.ndarray, k: int, keys: np.ndarray, regions: np.ndarray,
-              levels: _Levels) -> None:
+              state: _State, tops: dict[int, tuple[np.ndarray, float]]) -> None:
         """Scan the keys of the parts ``keys`` and the regions of the parts ``regions`` at
-        ``v``. With several parts, the region rescan of the part whose drift used up the most
-        of its margin (at least ``_ALONG``) becomes a scan of its keys (one a round)."""
+        ``v``. With several parts, the new ``S`` of the part whose level-0 drift used up the
+        most of its margin (at least ``_ALONG``) comes from a scan of its keys (one a round)."""
         parts, m = self._part_list, self._A.shape[0]
-        if len(parts) > 1 and regions.size:
-            used = self._used(levels)[regions]
-            if used.max() >= _ALONG:
-                keys = np.union1d(keys, regions[np.argmax(used)])
+        if regions.size:
+            regions = self._along(state, regions)
+        regions = np.setdiff1d(regions, keys)
         rows = self._main_rows()
         total = self._region_size or max(16 * k, m // 16)
         for q in keys:
             p = parts[int(q)]
-            p.scan_keys(rows.part(p.start, p.stop), v, max(1, -(-total * len(p) // m)),
-                        -(-16 * k * len(p) // m), -(-4 * k * len(p) // m))
-        for q in np.setdiff1d(regions, keys):
+            tops[int(q)] = p.scan_keys(rows.part(p.start, p.stop), v,
+                                       max(1, -(-total * len(p) // m)), -(-_TOP * k * len(p) // m))
+        for q in regions:
             p = parts[int(q)]
-            p.scan_region(v, -(-16 * k * len(p) // m), -(-4 * k * len(p) // m))
+            tops[int(q)] = p.scan_region(v, -(-_TOP * k * len(p) // m))
+        self._refs = _Refs.of(parts, self.dimension)
         self.part_rescans += keys.size
         self.rescans += keys.size == len(parts)
-        self.region_rescans += np.setdiff1d(regions, keys).size
-
-    def _rescore(self, v: np.ndarray, k: int, levels: _Levels) -> tuple[np.ndarray, np.ndarray]:
-        """Exact scores of the keys of the prefixes that can reach their top k: one scan of
-        each (contiguous) prefix with a proven error ``E``, then exact scores of the keys
-        within ``2 E`` of the k-th approximate score (the window argument of
-        ``indices._topk``)."""
-        chosen = [(p, int(n)) for p, n in zip(self._part_list, levels.prefixes) if n]
-        ids = np.concatenate([p.sids[:n] for p, n in chosen])
-        if ids.size > 2 * k:
-            scans = [p.rows(n).scan(v) for p, n in chosen]
-            approx = np.concatenate([a for a, _ in scans])
-            error = (max(e for _, e in scans) + gamma(self.dimension + 3, U64)
-                     * holder_bound(self._key_stats().norms, v) + 2.0**-1060) * _SAFE
-            kth = np.partition(approx, approx.size - k)[approx.size - k]
-            ids = ids[approx >= kth - 2.0 * error]
-        return ids, self._exact(ids, v)
+        self.region_rescans += regions.size
