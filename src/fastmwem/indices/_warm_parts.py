@@ -22,6 +22,7 @@ import math
 import numpy as np
 
 from fastmwem.indices._warm_rows import Rows, largest
+from fastmwem.indices.flat import exact_dot
 
 __all__ = ["Part"]
 
@@ -33,8 +34,9 @@ class Part:
     most half the region).
     """
 
-    def __init__(self, start: int, stop: int) -> None:
+    def __init__(self, start: int, stop: int, A: np.ndarray, offsets: np.ndarray) -> None:
         self.start, self.stop = start, stop
+        self._A, self._o = A, offsets
         self.v0: np.ndarray | None = None
         self.err0, self.rest = 0.0, -math.inf
         self.ids = np.empty(0, dtype=np.int64)
@@ -43,6 +45,10 @@ class Part:
         self.err1, self.rest1 = 0.0, -math.inf
         self.top_ids = np.empty(0, dtype=np.int64)
         self.top: Rows | None = None
+        # S's float rows and offsets, copied from A when a search first rescores them.
+        self._rows = np.empty((0, A.shape[1]), dtype=A.dtype)
+        self._copied = np.zeros(0, dtype=bool)
+        self._offsets = np.empty(0)
 
     def __len__(self) -> int:
         return self.stop - self.start
@@ -80,5 +86,20 @@ class Part:
         positions = np.sort(positions)  # the copy reads the region's rows in order
         self.top = self.region.take(positions)
         self.top_ids = self.ids[positions]
+        self._rows = np.empty((positions.size, self._A.shape[1]), dtype=self._A.dtype)
+        self._copied = np.zeros(positions.size, dtype=bool)
+        self._offsets = self._o[self.top_ids]
         self.v1, self.err1 = v.copy(), error
         return approx[positions], error
+
+    def exact(self, chosen: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The ids and exact float64 scores at ``v`` of the keys of ``S`` at positions
+        ``chosen``: the same bits as ``WarmStartIndex.score`` (``exact_dot`` of the same rows,
+        plus the offset term). The rows come from a copy of ``S``'s rows filled as searches
+        need them (searches at nearby queries rescore mostly the same keys)."""
+        missing = chosen[~self._copied[chosen]]
+        if missing.size:
+            self._rows[missing] = self._A[self.top_ids[missing]]
+            self._copied[missing] = True
+        scores = exact_dot(self._rows[chosen], v[:-1]) + float(v[-1]) * self._offsets[chosen]
+        return self.top_ids[chosen], scores

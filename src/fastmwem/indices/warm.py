@@ -62,7 +62,7 @@ _SAFE = 1.0 + 1e-9
 # BLAS product over the float rows is as fast).
 _COMPACT_ROWS = 65536
 # Default parts of the main keys: one per this many rows, at most _MAX_PARTS.
-_PART_ROWS, _MAX_PARTS = 1 << 18, 8
+_PART_ROWS, _MAX_PARTS = 1 << 17, 8
 # A part whose level-0 drift used up this fraction of its margin has its keys scanned before
 # its bound fails (_EARLY); new S come when a level-1 drift used up _EARLY_TOP of its margin,
 # with those of the parts where it used up _ALONG (see _ahead).
@@ -218,6 +218,7 @@ class WarmStartIndex(IndexBase):
         self._parts = None if parts is None else check_int(parts, "parts", minimum=1)
         self._part_list: list[Part] = []  # the main keys' parts, made by the first search
         self._refs = _Refs.of([], self.dimension)
+        self._last_kth = (math.inf, 0.0)  # the k-th scanned score of the last search, its step
         self.rescans = 0
         self.part_rescans = 0
         self.region_rescans = 0
@@ -316,9 +317,10 @@ class WarmStartIndex(IndexBase):
         # The window argument of indices._topk over the union of the S: a key of a top-k set
         # has an exact score >= lower = T - E, so a scanned score >= T - 2 E.
         cut = state.lower - state.error
-        ids = np.concatenate([p.top_ids[tops[q][0] >= cut]
-                              for q, p in enumerate(self._part_list)])
-        scores = self._exact(ids, v)
+        rescored = [p.exact(np.flatnonzero(tops[q][0] >= cut), v)
+                    for q, p in enumerate(self._part_list)]
+        ids = np.concatenate([i for i, _ in rescored])
+        scores = np.concatenate([c for _, c in rescored])
         if self._E.shape[0]:
             extra = np.arange(m, self.n_keys, dtype=np.int64)
             ids = np.concatenate([ids, extra])
@@ -331,7 +333,8 @@ class WarmStartIndex(IndexBase):
         wanted = self._parts or min(_MAX_PARTS, -(-m // _PART_ROWS))
         blocks = -(-m // granule)
         step = granule * -(-blocks // wanted)
-        self._part_list = [Part(s, min(m, s + step)) for s in range(0, m, step)]
+        self._part_list = [Part(s, min(m, s + step), self._A, self._o)
+                           for s in range(0, m, step)]
         self._refs = _Refs.of(self._part_list, self.dimension)
 
     def _state(self, v: np.ndarray, k: int, tops: dict[int, tuple[np.ndarray, float]]
@@ -348,11 +351,22 @@ class WarmStartIndex(IndexBase):
             approx = np.concatenate([tops[q][0] for q in range(len(parts))])
             error = max(e for _, e in tops.values()) * _SAFE
             if approx.size >= k:  # k keys score >= T - E exactly: so does the k-th best
-                lower = float(np.partition(approx, approx.size - k)[approx.size - k]) - error
+                lower = self._kth(approx, k) - error
         w = self._distances(v, refs.queries, refs.errors)  # levels 0 and 1, part by part
         w[np.concatenate([~scanned, ~scanned])] = math.inf
         n = len(parts)
         return _State(lower, error, w[:n], w[n:], scanned, refs.rest, refs.rest1)
+
+    def _kth(self, values: np.ndarray, k: int) -> float:
+        """The k-th largest of ``values``: selected among those above a guess from the last
+        searches when at least ``k`` are (the same value: a guess only saves time)."""
+        last, step = self._last_kth
+        above = values[values >= last - 2.0 * step]
+        if above.size < k:
+            above = values
+        kth = float(np.partition(above, above.size - k)[above.size - k])
+        self._last_kth = (kth, abs(kth - last) if math.isfinite(last) else 0.0)
+        return kth
 
     @staticmethod
     def _needed(state: _State) -> tuple[np.ndarray, np.ndarray]:
