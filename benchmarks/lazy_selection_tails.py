@@ -31,7 +31,10 @@ ratios are computed on both. The worst ratio is the classic median over the lazy
 
 Run: ``python benchmarks/lazy_selection_tails.py [--quick]``. Writes
 benchmarks/results/lazy_selection_tails.json and .png. About 8 minutes (``--quick``: m = 10^5,
-20 vectors, a minute).
+20 vectors, a minute). The warm-start index alone, against another old revision, into other
+files: ``--warm-only --old-rev 007fd4c --old-src /tmp/lazy-old-007fd4c --output
+lazy_selection_tails_warm`` (about two minutes; pin it with ``taskset -c 0`` on a shared
+machine).
 """
 
 from __future__ import annotations
@@ -181,19 +184,24 @@ def child_warm(spec: dict) -> dict:
             classic_wall.append(wall)
             classic_cpu.append(cpu)
         rescans, region = oracle.rescans, oracle.region_rescans
+        parts = getattr(oracle, "part_rescans", 0)  # scans of a part's keys (new code)
         start = _clock()
         i = lazy(x, generator)
         wall, cpu = _since(start)
         lazy_wall.append(wall)
         lazy_cpu.append(cpu)
-        events.append([oracle.rescans - rescans, oracle.region_rescans - region])
+        events.append([oracle.rescans - rescans, oracle.region_rescans - region,
+                       getattr(oracle, "part_rescans", 0) - parts])
         logw -= eta * (A[i].astype(np.float64) - b[i]) / width
     return {"build_s": build_s, "kinds": {"lp_iterates": {
         "lazy_wall_s": lazy_wall[1:], "lazy_cpu_s": lazy_cpu[1:], "classic_wall_s": classic_wall,
         "classic_cpu_s": classic_cpu, "first_round_wall_s": lazy_wall[0],
         "first_round_cpu_s": lazy_cpu[0], "full_rescans": int(sum(e[0] for e in events[1:])),
         "region_rescans": int(sum(e[1] for e in events[1:])),
-        "full_rescan_rounds": [t for t, e in enumerate(events) if t and e[0]]}}}
+        "part_rescans": int(sum(e[2] for e in events[1:])),
+        "parts": len(getattr(oracle, "_part_list", [])) or None,
+        "full_rescan_rounds": [t for t, e in enumerate(events) if t and e[0]],
+        "events": events[1:]}}}
 
 
 def child(path: str) -> None:
@@ -228,8 +236,8 @@ def summarise(kinds: dict) -> dict:
                 "worst_ratio": classic / float(lazy.max())}
         entry["selections"] = len(r["lazy_wall_s"])
         entry["classic_selections"] = len(r["classic_wall_s"])
-        for key in ("counters", "full_rescans", "region_rescans", "full_rescan_rounds",
-                    "first_round_wall_s", "first_round_cpu_s"):
+        for key in ("counters", "full_rescans", "region_rescans", "part_rescans", "parts",
+                    "full_rescan_rounds", "first_round_wall_s", "first_round_cpu_s"):
             if r.get(key) is not None:
                 entry[key] = r[key]
         out[kind] = entry
@@ -272,11 +280,12 @@ def plot(summary: dict, path: str, args: argparse.Namespace) -> None:
             short = config.replace("bitpacked ", "").replace(" (LP, d=50)", "\n(LP)")
             labels.append(f"{short}\n{kind}")
             rows.append((per_kind["old"][kind]["wall"], per_kind["new"][kind]["wall"]))
-    fig, axes = plt.subplots(1, 2, figsize=(13, 4.8), sharey=True)
+    fig, axes = plt.subplots(1, 2, figsize=(5 + 1.2 * len(labels), 4.8), sharey=True)
     x = range(len(labels))
     for ax, key, goal, title in ((axes[0], "median_ratio", 20, "median"),
                                  (axes[1], "worst_ratio", 5, "WORST")):
-        ax.bar([i - 0.2 for i in x], [r[0][key] for r in rows], 0.4, label="before (e2f81e2)",
+        ax.bar([i - 0.2 for i in x], [r[0][key] for r in rows], 0.4,
+               label=f"before ({args.old_rev})",
                color="tab:gray")
         ax.bar([i + 0.2 for i in x], [r[1][key] for r in rows], 0.4, label="after",
                color="tab:blue")
@@ -287,8 +296,9 @@ def plot(summary: dict, path: str, args: argparse.Namespace) -> None:
         ax.set_title(f"classic median / lazy {title} (wall time, one thread)")
         ax.legend(fontsize=8)
     axes[0].set_ylabel("speed-up over the classic selection")
-    fig.suptitle(f"Lazy selection at m = {args.m:.0e}: {args.vectors} vectors per kind; "
-                 f"LP warm-start index over {args.rounds} MWU rounds", fontsize=10)
+    fig.suptitle(f"Lazy selection at m = {args.m:.0e}: "
+                 + ("" if args.warm_only else f"{args.vectors} vectors per kind; ")
+                 + f"LP warm-start index over {args.rounds} MWU rounds", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
 
@@ -303,6 +313,8 @@ def main() -> None:
                         help="classic selections per kind (its time hardly varies)")
     parser.add_argument("--rounds", type=int, default=200, help="MWU rounds of the LP run")
     parser.add_argument("--no-warm", action="store_true")
+    parser.add_argument("--warm-only", action="store_true",
+                        help="only the warm-start index (no bit-packed configurations)")
     parser.add_argument("--old-rev", default="e2f81e2")
     parser.add_argument("--old-src", default="/tmp/lazy-old")
     parser.add_argument("--quick", action="store_true",
@@ -317,9 +329,10 @@ def main() -> None:
         stem = os.path.join(RESULTS, args.output)
         with open(stem + ".json", encoding="utf-8") as fh:
             saved = json.load(fh)
-        for key in ("m", "vectors_per_kind", "lp_rounds"):
+        for key in ("m", "vectors_per_kind", "lp_rounds", "old_rev"):
             setattr(args, {"vectors_per_kind": "vectors", "lp_rounds": "rounds"}.get(key, key),
                     saved["meta"][key])
+        args.warm_only = not saved["meta"].get("dims", True)
         plot(saved["summary"], stem + ".png", args)
         return
     if args.quick:
@@ -328,6 +341,8 @@ def main() -> None:
     configs = [(f"bitpacked |X|={d}", {"index": "bitpacked", "m": args.m, "d": d,
                                       "vectors": args.vectors, "classic": args.classic,
                                       "seed": d}) for d in args.dims]
+    if args.warm_only:
+        configs, args.dims = [], []
     if not args.no_warm:
         configs.append(("warm-start (LP, d=50)", {"index": "warm", "m": args.m,
                                                   "rounds": args.rounds, "seed": 1}))
@@ -353,6 +368,7 @@ def main() -> None:
                 f"{k}=1" for k in THREAD_ENV) + " in every child, classic and lazy alike",
             "priority": f"nice {os.nice(0)} (the caller's)", "cpus": os.cpu_count(),
             "loadavg_before": load_before, "loadavg_after": os.getloadavg(),
+            "cpu_affinity": sorted(os.sched_getaffinity(0)),
             "seconds": time.perf_counter() - started,
             "worst_ratio": "classic median / lazy worst; median_ratio: classic median / lazy "
                            "median; both on wall time and on the thread's CPU time",

@@ -253,7 +253,10 @@ class Int16Rows:
         return positions, dots.astype(np.float64) * scale, rest, error, kept
 
     def take(self, positions: np.ndarray) -> Int16Rows:
-        region = self._kernels.gather(self.cols, np.asarray(positions, dtype=np.int64))
+        positions = np.asarray(positions, dtype=np.int64)
+        cols = self.cols
+        region = (np.take(cols[0], positions, axis=1) if cols.shape[0] == 1  # one block: numpy
+                  else self._kernels.gather(cols, positions))
         return Int16Rows(region[None], region.shape[1], self.scale, self.unit, self.norms,
                          self.dimension, self._kernels)
 
