@@ -56,7 +56,7 @@ def _check_bounds(index: WarmStartIndex, A: np.ndarray, offsets: np.ndarray,
     """Every part's proven bounds at ``v``, key by key: the keys outside its region score at
     most ``rest + w0``, the keys of its region outside ``S`` at most ``rest1 + w1``."""
     exact = _exact(A, offsets, v)
-    state = index._state(v, 1, {})
+    state = index._state(v, 1)
     for q, part in enumerate(index._part_list):
         keys = np.arange(part.start, part.stop)
         outside = np.setdiff1d(keys, part.ids)

@@ -21,10 +21,10 @@ import math
 
 import numpy as np
 
-from fastmwem.indices._warm_rows import Rows, largest
+from fastmwem.indices._warm_rows import Rows, join, largest
 from fastmwem.indices.flat import exact_dot
 
-__all__ = ["Part"]
+__all__ = ["Part", "Top"]
 
 
 class Part:
@@ -34,9 +34,8 @@ class Part:
     most half the region).
     """
 
-    def __init__(self, start: int, stop: int, A: np.ndarray, offsets: np.ndarray) -> None:
+    def __init__(self, start: int, stop: int) -> None:
         self.start, self.stop = start, stop
-        self._A, self._o = A, offsets
         self.v0: np.ndarray | None = None
         self.err0, self.rest = 0.0, -math.inf
         self.ids = np.empty(0, dtype=np.int64)
@@ -45,39 +44,26 @@ class Part:
         self.err1, self.rest1 = 0.0, -math.inf
         self.top_ids = np.empty(0, dtype=np.int64)
         self.top: Rows | None = None
-        # S's float rows and offsets, copied from A when a search first rescores them.
-        self._rows = np.empty((0, A.shape[1]), dtype=A.dtype)
-        self._copied = np.zeros(0, dtype=bool)
-        self._offsets = np.empty(0)
 
     def __len__(self) -> int:
         return self.stop - self.start
 
-    def scan_keys(self, rows: Rows, v: np.ndarray, size: int, top_min: int
-                  ) -> tuple[np.ndarray, float]:
+    def scan_keys(self, rows: Rows, v: np.ndarray, size: int, top_min: int) -> None:
         """Both levels at ``v``: a scan of the part's keys ``rows`` keeps about ``size`` of
-        them as the region, whose scores there choose ``S``. Returns the approximate scores
-        of ``S`` at ``v`` and their error."""
+        them as the region, whose scores there choose ``S``."""
         positions, approx, self.rest, error, self.region = rows.best(v, size)
         self.ids = positions.astype(np.int64, copy=False) + self.start
         self.v0, self.err0 = v.copy(), error
-        return self._choose(approx, v, error, top_min)
+        self._choose(approx, v, error, top_min)
 
-    def scan_region(self, v: np.ndarray, top_min: int) -> tuple[np.ndarray, float]:
-        """Level 1 at ``v`` (level 0 unchanged); returns ``S``'s scores at ``v``, error."""
+    def scan_region(self, v: np.ndarray, top_min: int) -> None:
+        """Level 1 at ``v`` (level 0 unchanged)."""
         if self.region is None:  # never: the caller scans the keys first
             raise RuntimeError("a part's region is scanned before its keys")
         approx, error = self.region.scan(v)
-        return self._choose(approx, v, error, top_min)
+        self._choose(approx, v, error, top_min)
 
-    def scan_top(self, v: np.ndarray) -> tuple[np.ndarray, float]:
-        """``S``'s approximate scores at ``v`` and their error."""
-        if self.top is None:  # never: the caller scans the keys first
-            raise RuntimeError("a part's top is scanned before its keys")
-        return self.top.scan(v)
-
-    def _choose(self, approx: np.ndarray, v: np.ndarray, error: float, top_min: int
-                ) -> tuple[np.ndarray, float]:
+    def _choose(self, approx: np.ndarray, v: np.ndarray, error: float, top_min: int) -> None:
         if self.region is None:  # never: set by scan_keys
             raise RuntimeError("a part's top is chosen before its region")
         # At most half the region: the rest of it keeps level 1 in use on few keys.
@@ -86,20 +72,32 @@ class Part:
         positions = np.sort(positions)  # the copy reads the region's rows in order
         self.top = self.region.take(positions)
         self.top_ids = self.ids[positions]
-        self._rows = np.empty((positions.size, self._A.shape[1]), dtype=self._A.dtype)
-        self._copied = np.zeros(positions.size, dtype=bool)
-        self._offsets = self._o[self.top_ids]
         self.v1, self.err1 = v.copy(), error
-        return approx[positions], error
+
+
+class Top:
+    """The parts' ``S`` end to end (one scan a search), with their float rows copied from
+    ``A`` as searches first rescore them (searches at nearby queries rescore mostly the same
+    keys)."""
+
+    def __init__(self, parts: list[Part], A: np.ndarray, offsets: np.ndarray) -> None:
+        tops = [p.top for p in parts if p.top is not None]
+        if len(tops) != len(parts):  # never: the caller joins scanned parts only
+            raise RuntimeError("a part without a top is joined")
+        self.rows = join(tops)
+        self.ids = np.concatenate([p.top_ids for p in parts])
+        self._A = A
+        self._offsets = offsets[self.ids]
+        self._floats = np.empty((self.ids.size, A.shape[1]), dtype=A.dtype)
+        self._copied = np.zeros(self.ids.size, dtype=bool)
 
     def exact(self, chosen: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The ids and exact float64 scores at ``v`` of the keys of ``S`` at positions
-        ``chosen``: the same bits as ``WarmStartIndex.score`` (``exact_dot`` of the same rows,
-        plus the offset term). The rows come from a copy of ``S``'s rows filled as searches
-        need them (searches at nearby queries rescore mostly the same keys)."""
+        """The ids and exact float64 scores at ``v`` of the keys at positions ``chosen``: the
+        same bits as ``WarmStartIndex.score`` (``exact_dot`` of the same rows, plus the
+        offset term)."""
         missing = chosen[~self._copied[chosen]]
         if missing.size:
-            self._rows[missing] = self._A[self.top_ids[missing]]
+            self._floats[missing] = self._A[self.ids[missing]]
             self._copied[missing] = True
-        scores = exact_dot(self._rows[chosen], v[:-1]) + float(v[-1]) * self._offsets[chosen]
-        return self.top_ids[chosen], scores
+        scores = exact_dot(self._floats[chosen], v[:-1]) + float(v[-1]) * self._offsets[chosen]
+        return self.ids[chosen], scores

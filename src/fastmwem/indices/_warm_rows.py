@@ -24,7 +24,7 @@ import numpy as np
 
 from fastmwem.indices._topk import U32, U64, gamma, holder_bound
 
-__all__ = ["Rows", "FloatRows", "Int16Rows", "largest"]
+__all__ = ["Rows", "FloatRows", "Int16Rows", "largest", "join"]
 
 # Rows quantised per step of a build (bounds the float64 temporary).
 _BLOCK = 65536
@@ -268,3 +268,21 @@ class Int16Rows:
             raise ValueError("a part of 16-bit rows starts at a block and is not empty")
         return Int16Rows(self.cols[start // _WIDTH:-(-stop // _WIDTH)], stop - start,
                          self.scale, self.unit, self.norms, self.dimension, self._kernels)
+
+
+def join(parts: list[Rows]) -> Rows:
+    """The rows of ``parts`` end to end, as one store of their kind (the parts of one store:
+    16-bit rows share its scale, so one scan bounds them all)."""
+    compact = [p for p in parts if isinstance(p, Int16Rows)]
+    if compact and len(compact) == len(parts):
+        first = compact[0]
+        cols = np.concatenate([p.cols.transpose(1, 0, 2).reshape(p.cols.shape[1], -1)[:, :len(p)]
+                               for p in compact], axis=1)
+        return Int16Rows(cols[None], cols.shape[1], first.scale, first.unit, first.norms,
+                         first.dimension, first._kernels)
+    floats = [p for p in parts if isinstance(p, FloatRows)]
+    if len(floats) != len(parts):
+        raise TypeError("only rows of one kind are joined")
+    return FloatRows(np.concatenate([p.rows for p in floats]),
+                     np.concatenate([p.offsets for p in floats]), floats[0].norms,
+                     floats[0].dimension)

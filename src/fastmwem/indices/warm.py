@@ -46,7 +46,7 @@ from fastmwem._validation import check_int
 from fastmwem.indices._checks import check_queries, real_matrix
 from fastmwem.indices._common import IndexBase
 from fastmwem.indices._topk import U64, best_k, gamma, holder_bound, pad_results
-from fastmwem.indices._warm_parts import Part
+from fastmwem.indices._warm_parts import Part, Top
 from fastmwem.indices._warm_rows import FloatRows, Int16Rows, Rows
 from fastmwem.indices.flat import exact_dot
 
@@ -129,12 +129,13 @@ class _KeyStats:
 
 class _State(NamedTuple):
     """The bounds of a search at ``v``: ``lower`` (the k-th best exact score is at least it;
-    ``-inf`` when a part has no reference yet) and ``error``, the proven error of the scanned
-    scores of the ``S``; per part the distances ``w0``, ``w1`` from its level-0 and level-1
+    ``-inf`` when a part has no reference yet), the scanned scores ``approx`` of the parts' ``S``
+    end to end and their proven ``error``; per part the distances ``w0``, ``w1`` from its level-0 and level-1
     reference scores to the exact ones, whether it was scanned, ``rest`` and ``rest1``."""
 
     lower: float
     error: float
+    approx: np.ndarray
     w0: np.ndarray
     w1: np.ndarray
     scanned: np.ndarray
@@ -218,6 +219,7 @@ class WarmStartIndex(IndexBase):
         self._parts = None if parts is None else check_int(parts, "parts", minimum=1)
         self._part_list: list[Part] = []  # the main keys' parts, made by the first search
         self._refs = _Refs.of([], self.dimension)
+        self._joined: Top | None = None  # the parts' S end to end (None: to be joined)
         self._last_kth = (math.inf, 0.0)  # the k-th scanned score of the last search, its step
         self.rescans = 0
         self.part_rescans = 0
@@ -298,29 +300,27 @@ class WarmStartIndex(IndexBase):
             return best_k(ids, self._exact(ids, v), k)
         if not self._part_list:
             self._split()
-        tops: dict[int, tuple[np.ndarray, float]] = {}  # each part's S scanned at v
-        state = self._state(v, k, tops)
+        state = self._state(v, k)
         keys, regions = self._needed(state)
         if not keys.size and not regions.size:  # nothing needed: one part's scan, maybe
             keys, regions = self._ahead(state)
         if keys.size or regions.size:
-            self._scan(v, k, keys, regions, state, tops)
-            state = self._state(v, k, tops)
+            self._scan(v, k, keys, regions, state)
+            state = self._state(v, k)
             keys, regions = self._needed(state)
             if keys.size or regions.size:  # a query far from the references: every part
-                self._scan(v, k, np.arange(len(self._part_list)), regions[:0], state, tops)
-                state = self._state(v, k, tops)
+                self._scan(v, k, np.arange(len(self._part_list)), regions[:0], state)
+                state = self._state(v, k)
                 keys, regions = self._needed(state)
         if keys.size or regions.size:  # ties past the regions: score all keys
             ids = np.arange(self.n_keys, dtype=np.int64)
             return best_k(ids, self._exact(ids, v), k)
         # The window argument of indices._topk over the union of the S: a key of a top-k set
         # has an exact score >= lower = T - E, so a scanned score >= T - 2 E.
-        cut = state.lower - state.error
-        rescored = [p.exact(np.flatnonzero(tops[q][0] >= cut), v)
-                    for q, p in enumerate(self._part_list)]
-        ids = np.concatenate([i for i, _ in rescored])
-        scores = np.concatenate([c for _, c in rescored])
+        if self._joined is None:  # never: a valid state joined the tops
+            raise RuntimeError("a search rescored no top")
+        ids, scores = self._joined.exact(np.flatnonzero(state.approx >= state.lower - state.error),
+                                      v)
         if self._E.shape[0]:
             extra = np.arange(m, self.n_keys, dtype=np.int64)
             ids = np.concatenate([ids, extra])
@@ -333,29 +333,25 @@ class WarmStartIndex(IndexBase):
         wanted = self._parts or min(_MAX_PARTS, -(-m // _PART_ROWS))
         blocks = -(-m // granule)
         step = granule * -(-blocks // wanted)
-        self._part_list = [Part(s, min(m, s + step), self._A, self._o)
-                           for s in range(0, m, step)]
+        self._part_list = [Part(s, min(m, s + step)) for s in range(0, m, step)]
         self._refs = _Refs.of(self._part_list, self.dimension)
 
-    def _state(self, v: np.ndarray, k: int, tops: dict[int, tuple[np.ndarray, float]]
-               ) -> _State:
-        """The bounds of a search at ``v`` (see ``_State``); scans the parts' ``S`` not in
-        ``tops`` yet."""
+    def _state(self, v: np.ndarray, k: int) -> _State:
+        """The bounds of a search at ``v`` (see ``_State``): scans the parts' ``S``."""
         parts, refs = self._part_list, self._refs
         scanned = refs.scanned
-        for q in np.flatnonzero(scanned):
-            if q not in tops:
-                tops[int(q)] = parts[q].scan_top(v)
-        lower, error = -math.inf, 0.0
+        lower, error, approx = -math.inf, 0.0, np.empty(0)
         if scanned.all():
-            approx = np.concatenate([tops[q][0] for q in range(len(parts))])
-            error = max(e for _, e in tops.values()) * _SAFE
+            if self._joined is None:
+                self._joined = Top(parts, self._A, self._o)
+            approx, error = self._joined.rows.scan(v)
+            error *= _SAFE
             if approx.size >= k:  # k keys score >= T - E exactly: so does the k-th best
                 lower = self._kth(approx, k) - error
         w = self._distances(v, refs.queries, refs.errors)  # levels 0 and 1, part by part
         w[np.concatenate([~scanned, ~scanned])] = math.inf
         n = len(parts)
-        return _State(lower, error, w[:n], w[n:], scanned, refs.rest, refs.rest1)
+        return _State(lower, error, approx, w[:n], w[n:], scanned, refs.rest, refs.rest1)
 
     def _kth(self, values: np.ndarray, k: int) -> float:
         """The k-th largest of ``values``: selected among those above a guess from the last
@@ -406,7 +402,7 @@ class WarmStartIndex(IndexBase):
         return np.union1d(regions, np.flatnonzero(used >= _ALONG))
 
     def _scan(self, v: np.ndarray, k: int, keys: np.ndarray, regions: np.ndarray,
-              state: _State, tops: dict[int, tuple[np.ndarray, float]]) -> None:
+              state: _State) -> None:
         """Scan the keys of the parts ``keys`` and the regions of the parts ``regions`` at
         ``v``. With several parts, the new ``S`` of the part whose level-0 drift used up the
         most of its margin (at least ``_ALONG``) comes from a scan of its keys (one a round)."""
@@ -418,12 +414,13 @@ class WarmStartIndex(IndexBase):
         total = self._region_size or max(16 * k, m // 16)
         for q in keys:
             p = parts[int(q)]
-            tops[int(q)] = p.scan_keys(rows.part(p.start, p.stop), v,
-                                       max(1, -(-total * len(p) // m)), -(-_TOP * k * len(p) // m))
+            p.scan_keys(rows.part(p.start, p.stop), v, max(1, -(-total * len(p) // m)),
+                        -(-_TOP * k * len(p) // m))
         for q in regions:
             p = parts[int(q)]
-            tops[int(q)] = p.scan_region(v, -(-_TOP * k * len(p) // m))
+            p.scan_region(v, -(-_TOP * k * len(p) // m))
         self._refs = _Refs.of(parts, self.dimension)
+        self._joined = None  # joined again by the next state
         self.part_rescans += keys.size
         self.rescans += keys.size == len(parts)
         self.region_rescans += regions.size
