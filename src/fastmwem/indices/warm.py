@@ -68,7 +68,7 @@ _PART_ROWS, _MAX_PARTS = 1 << 17, 8
 # with those of the parts where it used up _ALONG (see _ahead).
 _EARLY, _EARLY_TOP, _ALONG = 0.85, 0.8, 0.5
 # A part's S holds at least this many keys per k of the whole (in proportion to the part).
-_TOP = 16
+_TOP = 12
 
 
 def _best(ids: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -345,7 +345,9 @@ class WarmStartIndex(IndexBase):
             if self._joined is None:
                 self._joined = Top(parts, self._A, self._o)
             approx, error = self._joined.rows.scan(v)
-            error *= _SAFE
+            # as far from the exact float64 scores as from the real ones, and those from these
+            error = (error + gamma(self.dimension + 3, U64)
+                     * holder_bound(self._key_stats().norms, v) + 2.0**-1060) * _SAFE
             if approx.size >= k:  # k keys score >= T - E exactly: so does the k-th best
                 lower = self._kth(approx, k) - error
         w = self._distances(v, refs.queries, refs.errors)  # levels 0 and 1, part by part
