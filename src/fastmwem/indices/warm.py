@@ -12,24 +12,35 @@ global statistics of the keys (no scan):
 
 On the simplex ``sum dx = 0``, so the centred bounds are much tighter than plain Hoelder.
 
-Two levels of reference scores. A full scan at ``v0`` keeps the best region ``R`` of the keys
-(and the best score ``rest`` outside it); a scan of ``R`` alone at a later ``v1`` keeps ``R``
-sorted by its scores there. With ``W0``, ``W1`` the distances (rounding plus drift) from the two
-references to the exact float64 scores at ``v``, the k-th best exact score is at least
-``lower = c1_(k) - W1``; keys outside ``R`` are excluded when ``rest + W0 < lower``, keys of ``R``
-with ``c1_i < lower - W1`` always. The survivors, a prefix of ``R``'s order kept contiguous, are
-rescored by one BLAS pass with a proven error bound, then exactly within the window of their k-th
-score, and the best k returned. A drift that breaks the first condition triggers a full rescan, a long
-prefix a rescan of ``R`` (``|R|/m`` of the cost). The result is always a true top-k set, the lazy
-exponential mechanism's requirement, whatever the queries; only the cost depends on how far they
-move.
+The main keys are cut into parts (whole blocks of the scanned rows; 8 at ``m = 10^6``), each
+with two reference scans (``indices._warm_parts``): a scan of its keys at ``v0`` keeps its best
+region ``R`` and the best score ``rest`` outside it; a scan of ``R`` at ``v1`` keeps its top
+``S`` (the best quarter of ``R`` there, a compact copy of its rows) and the best score ``rest1``
+of ``R`` outside ``S``. With ``W0``, ``W1`` a part's distances (scan error, drift, rounding) from
+its references to the exact float64 scores at ``v``, a search at ``v``:
+
+1. scans the parts' ``S`` end to end with proven error ``E`` (against the exact scores): with
+   ``T`` the k-th best scanned score, k keys score at least ``T - E`` exactly, so the k-th best
+   exact score is at least ``lower = T - E``;
+2. checks each part: its keys outside ``R`` score at most ``rest + W0``, those of ``R`` outside
+   ``S`` at most ``rest1 + W1``; when both are below ``lower`` none of them is in any top-k
+   set. A part that fails is scanned again (its keys, or only its region: ``|R| / m`` of a
+   full scan), and the search starts over; if a part still fails, every part is scanned, and
+   failing even then (ties past the regions) all keys are scored exactly;
+3. rescores exactly the keys of ``S`` scanned at ``>= T - 2 E`` (the others score below the
+   k-th best: the window argument of ``indices._topk``) and returns the best k.
+
+The result is always a true top-k set, the lazy exponential mechanism's requirement, whatever
+the queries; only the cost depends on how far they move. To keep the worst round cheap, a
+part whose drift has used up most of its margin ``lower - rest`` is scanned before it fails, one
+part a round: a full scan then comes a part at a time (``1 / parts`` of its cost per round, the
+region of the others kept), not all at once. New ``S`` (cheap) come together, in few rounds.
 
 The scans read the keys as ``indices._warm_rows`` stores them: with numba and at least 65,536
 rows, 16-bit integers times a power of two, whose rounding is part of each scan's proven error
-(a full scan reads a quarter of the bytes of float64 keys and keeps the region in the same pass,
-so the rounds that need one cost a small multiple of an ordinary round, not a classic scan);
-otherwise the float rows, one BLAS product per scan. The sorted part is always float rows,
-copied from ``A`` as prefixes reach them, so that rescoring a prefix has a narrow window.
+(a scan of a part's keys reads a quarter of the bytes of float64 keys and keeps its region in
+the same pass); otherwise the float rows, one BLAS product per scan. The exact rescoring reads
+float rows copied from ``A`` as searches first need them.
 
 Extra rows (the public objective row of the objective search) are always rescored exactly.
 The keys hold the private ``b``: the index is private and ``save`` refuses.
@@ -172,16 +183,21 @@ class WarmStartIndex(IndexBase):
         offsets: the last column ``o`` (length m); in the scalar LP ``o = -b``.
         extra_rows: public keys ``(e, d)`` appended as ids ``m .. m + e - 1`` (always rescored).
         extra_offsets: their last column (length e).
-        region: size of the region ``R`` a full scan keeps; default ``max(16 k, m / 16)``.
+        region: size of the region the parts keep together (each in proportion to its rows);
+            default ``max(16 k, m / 16)``.
         brute_force_below: with at most this many rows (or ``4 k``), every search scores all
             keys exactly (the cache cannot pay off).
         compact: scan 16-bit copies of the rows (``indices._warm_rows.Int16Rows``: half the
             bytes of float32, built on the first search; needs numba). Default: with numba
             and at least 65,536 rows. The results are the same either way.
+        parts: how many parts the main keys are cut into (whole blocks of 1,024 rows when
+            compact); default one per 131,072 rows, at most 8. The results are the same
+            whatever the parts.
 
     Queries are ``[x, t]`` of length ``d + 1``; the score of key ``i`` is
     ``exact_dot(A_i, x) + t o_i`` in float64, identical in ``search`` and ``score``.
-    ``rescans`` counts full scans, ``region_rescans`` scans of the region.
+    ``rescans`` counts the searches that scanned every part's keys (full scans),
+    ``part_rescans`` the scans of a part's keys, ``region_rescans`` those of a part's region.
 
     >>> A = np.array([[1.0, 0.0], [0.0, 1.0], [0.5, 0.5]])
     >>> index = WarmStartIndex(A, -np.array([0.2, 0.1, 0.0]))
