@@ -24,7 +24,7 @@ import numpy as np
 from fastmwem.indices._warm_rows import Rows, join, largest
 from fastmwem.indices.flat import exact_dot
 
-__all__ = ["Part", "Top"]
+__all__ = ["Part", "Top", "FloatCache"]
 
 
 class Part:
@@ -76,28 +76,55 @@ class Part:
 
 
 class Top:
-    """The parts' ``S`` end to end (one scan a search), with their float rows copied from
-    ``A`` as searches first rescore them (searches at nearby queries rescore mostly the same
-    keys)."""
+    """The parts' ``S`` end to end: one scan a search. ``slots`` locate their float rows in a
+    ``FloatCache`` (``-1``: not copied yet)."""
 
-    def __init__(self, parts: list[Part], A: np.ndarray, offsets: np.ndarray) -> None:
+    def __init__(self, parts: list[Part], offsets: np.ndarray, cache: FloatCache) -> None:
         tops = [p.top for p in parts if p.top is not None]
         if len(tops) != len(parts):  # never: the caller joins scanned parts only
             raise RuntimeError("a part without a top is joined")
         self.rows = join(tops)
         self.ids = np.concatenate([p.top_ids for p in parts])
-        self._A = A
-        self._offsets = offsets[self.ids]
-        self._floats = np.empty((self.ids.size, A.shape[1]), dtype=A.dtype)
-        self._copied = np.zeros(self.ids.size, dtype=bool)
+        self.offsets = offsets[self.ids]
+        self.slots = cache.slots(self.ids)
 
-    def exact(self, chosen: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The ids and exact float64 scores at ``v`` of the keys at positions ``chosen``: the
-        same bits as ``WarmStartIndex.score`` (``exact_dot`` of the same rows, plus the
+
+class FloatCache:
+    """Float rows of main keys, copied from ``A`` when a search first rescores them and kept
+    across searches (nearby queries rescore mostly the same keys, even after new ``S``)."""
+
+    def __init__(self, A: np.ndarray, capacity: int) -> None:
+        self._A = A
+        self._slot = np.full(A.shape[0], -1, dtype=np.int64)
+        self._rows = np.empty((capacity, A.shape[1]), dtype=A.dtype)
+        self._ids = np.empty(capacity, dtype=np.int64)
+        self._used = 0
+
+    def slots(self, ids: np.ndarray) -> np.ndarray:
+        """Where the rows of ``ids`` are (``-1``: not copied)."""
+        slots: np.ndarray = self._slot[ids]
+        return slots
+
+    def exact(self, top: Top, chosen: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """The exact float64 scores at ``v`` of the keys of ``top`` at positions ``chosen``:
+        the same bits as ``WarmStartIndex.score`` (``exact_dot`` of the same rows, plus the
         offset term)."""
-        missing = chosen[~self._copied[chosen]]
-        if missing.size:
-            self._floats[missing] = self._A[self.ids[missing]]
-            self._copied[missing] = True
-        scores = exact_dot(self._floats[chosen], v[:-1]) + float(v[-1]) * self._offsets[chosen]
-        return self.ids[chosen], scores
+        slots = top.slots[chosen]
+        missing = slots < 0
+        if missing.any():
+            if self._used + int(missing.sum()) > self._rows.shape[0]:  # full: start over
+                self._slot[self._ids[:self._used]] = -1
+                self._used = 0
+                top.slots[:] = -1
+                missing[:] = True
+            new = top.ids[chosen[missing]]
+            place = np.arange(self._used, self._used + new.size)
+            self._rows[place] = self._A[new]
+            self._ids[place] = new
+            self._slot[new] = place
+            self._used += new.size
+            top.slots[chosen[missing]] = place
+            slots[missing] = place
+        scores: np.ndarray = (exact_dot(self._rows[slots], v[:-1])
+                              + float(v[-1]) * top.offsets[chosen])
+        return scores

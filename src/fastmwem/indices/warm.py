@@ -57,7 +57,7 @@ from fastmwem._validation import check_int
 from fastmwem.indices._checks import check_queries, real_matrix
 from fastmwem.indices._common import IndexBase
 from fastmwem.indices._topk import U64, best_k, gamma, holder_bound, pad_results
-from fastmwem.indices._warm_parts import Part, Top
+from fastmwem.indices._warm_parts import FloatCache, Part, Top
 from fastmwem.indices._warm_rows import FloatRows, Int16Rows, Rows
 from fastmwem.indices.flat import exact_dot
 
@@ -236,6 +236,7 @@ class WarmStartIndex(IndexBase):
         self._part_list: list[Part] = []  # the main keys' parts, made by the first search
         self._refs = _Refs.of([], self.dimension)
         self._joined: Top | None = None  # the parts' S end to end (None: to be joined)
+        self._floats: FloatCache | None = None  # float rows of the keys rescored so far
         self._last_kth = (math.inf, 0.0)  # the k-th scanned score of the last search, its step
         self.rescans = 0
         self.part_rescans = 0
@@ -335,8 +336,9 @@ class WarmStartIndex(IndexBase):
         # has an exact score >= lower = T - E, so a scanned score >= T - 2 E.
         if self._joined is None:  # never: a valid state joined the tops
             raise RuntimeError("a search rescored no top")
-        ids, scores = self._joined.exact(np.flatnonzero(state.approx >= state.lower - state.error),
-                                      v)
+        chosen = np.flatnonzero(state.approx >= state.lower - state.error)
+        ids = self._joined.ids[chosen]
+        scores = self._float_cache().exact(self._joined, chosen, v)
         if self._E.shape[0]:
             extra = np.arange(m, self.n_keys, dtype=np.int64)
             ids = np.concatenate([ids, extra])
@@ -359,7 +361,7 @@ class WarmStartIndex(IndexBase):
         lower, error, approx = -math.inf, 0.0, np.empty(0)
         if scanned.all():
             if self._joined is None:
-                self._joined = Top(parts, self._A, self._o)
+                self._joined = Top(parts, self._o, self._float_cache())
             approx, error = self._joined.rows.scan(v)
             # as far from the exact float64 scores as from the real ones, and those from these
             error = (error + gamma(self.dimension + 3, U64)
@@ -370,6 +372,11 @@ class WarmStartIndex(IndexBase):
         w[np.concatenate([~scanned, ~scanned])] = math.inf
         n = len(parts)
         return _State(lower, error, approx, w[:n], w[n:], scanned, refs.rest, refs.rest1)
+
+    def _float_cache(self) -> FloatCache:
+        if self._floats is None:  # room for the float rows of a few S
+            self._floats = FloatCache(self._A, 4 * max(16384, self._A.shape[0] // 64))
+        return self._floats
 
     def _kth(self, values: np.ndarray, k: int) -> float:
         """The k-th largest of ``values``: selected among those above a guess from the last
