@@ -44,6 +44,7 @@ class Part:
         self.err1, self.rest1 = 0.0, -math.inf
         self.top_ids = np.empty(0, dtype=np.int64)
         self.top: Rows | None = None
+        self._outside = np.zeros(0, dtype=bool)  # the region's keys outside S
 
     def __len__(self) -> int:
         return self.stop - self.start
@@ -56,22 +57,39 @@ class Part:
         self.v0, self.err0 = v.copy(), error
         self._choose(approx, v, error, top_min)
 
-    def scan_region(self, v: np.ndarray, top_min: int) -> None:
-        """Level 1 at ``v`` (level 0 unchanged)."""
+    def scan_region(self, v: np.ndarray, top_min: int, lower: float) -> bool:
+        """Level 1 at ``v`` (level 0 unchanged): ``S`` is kept while the region's best score
+        outside it leaves at least half the margin below ``lower`` that a new ``S`` would,
+        else chosen again. Either way ``rest1`` bounds the region's keys outside ``S`` at
+        ``v``. Returns whether ``S`` changed."""
         if self.region is None:  # never: the caller scans the keys first
             raise RuntimeError("a part's region is scanned before its keys")
         approx, error = self.region.scan(v)
+        size = self._size(approx.size, top_min)
+        outside = approx[self._outside]
+        if math.isfinite(lower) and size == self.top_ids.size and size < approx.size:
+            kept = float(outside.max(initial=-math.inf))
+            best = float(np.partition(approx, approx.size - size - 1)[approx.size - size - 1])
+            if lower - kept >= 0.5 * (lower - best):
+                self.rest1, self.v1, self.err1 = kept, v.copy(), error
+                return False
         self._choose(approx, v, error, top_min)
+        return True
+
+    @staticmethod
+    def _size(region: int, top_min: int) -> int:
+        # At most half the region: the rest of it keeps level 1 in use on few keys.
+        return min(max(top_min, region // 4), max(region // 2, 1))
 
     def _choose(self, approx: np.ndarray, v: np.ndarray, error: float, top_min: int) -> None:
         if self.region is None:  # never: set by scan_keys
             raise RuntimeError("a part's top is chosen before its region")
-        # At most half the region: the rest of it keeps level 1 in use on few keys.
-        size = min(max(top_min, approx.size // 4), max(approx.size // 2, 1))
-        positions, self.rest1 = largest(approx, size)
+        positions, self.rest1 = largest(approx, self._size(approx.size, top_min))
         positions = np.sort(positions)  # the copy reads the region's rows in order
         self.top = self.region.take(positions)
         self.top_ids = self.ids[positions]
+        self._outside = np.ones(approx.size, dtype=bool)
+        self._outside[positions] = False
         self.v1, self.err1 = v.copy(), error
 
 

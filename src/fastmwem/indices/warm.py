@@ -441,11 +441,13 @@ class WarmStartIndex(IndexBase):
             p = parts[int(q)]
             p.scan_keys(rows.part(p.start, p.stop), v, max(1, -(-total * len(p) // m)),
                         -(-_TOP * k * len(p) // m))
+        changed = keys.size > 0
         for q in regions:
             p = parts[int(q)]
-            p.scan_region(v, -(-_TOP * k * len(p) // m))
+            changed |= p.scan_region(v, -(-_TOP * k * len(p) // m), state.lower)
         self._refs = _Refs.of(parts, self.dimension)
-        self._joined = None  # joined again by the next state
+        if changed:
+            self._joined = None  # joined again by the next state
         self.part_rescans += keys.size
         self.rescans += keys.size == len(parts)
         self.region_rescans += regions.size
