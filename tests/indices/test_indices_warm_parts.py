@@ -10,6 +10,7 @@ import pytest
 
 from fastmwem.indices import numba_available
 from fastmwem.indices._topk import update_norms
+from fastmwem.indices._warm_parts import FloatCache, Part, Top
 from fastmwem.indices._warm_rows import FloatRows, Int16Rows
 from fastmwem.indices.warm import WarmStartIndex
 
@@ -179,3 +180,52 @@ def test_16_bit_parts_and_takes():
         rows.part(100, 2000)
     floats = FloatRows(A, offsets, update_norms((0.0, 0.0, 0.0), keys), d + 1)
     np.testing.assert_array_equal(floats.part(10, 20).rows, A[10:20])
+
+
+def test_a_region_rescan_keeps_s_only_while_it_holds_the_margin():
+    rng = np.random.default_rng(17)
+    m, d = 12000, 4
+    A, offsets = _lp_keys(rng, m, d)
+    rows = FloatRows(A, offsets, update_norms((0.0, 0.0, 0.0), np.hstack(
+        [A.astype(np.float64), offsets[:, None]])), d + 1)
+    part = Part(0, m)
+    v = np.append(rng.dirichlet(np.ones(d)), 1.0)
+    part.scan_keys(rows, v, 4000, 800)
+    top = part.top_ids.copy()
+    exact = _exact(A, offsets, v)
+    region_scores = exact[part.ids]
+    best_out = np.sort(region_scores)[::-1][top.size]  # what a new S would leave out
+    # far above every score: S holds the whole margin and is kept
+    assert part.scan_region(v, 800, float(region_scores.max()) + 1.0) is False
+    np.testing.assert_array_equal(part.top_ids, top)
+    # between the best left out of a new S and the best outside the kept S: chosen again
+    w = np.append(rng.dirichlet(np.ones(d)), 1.0)
+    exact_w = _exact(A, offsets, w)
+    outside = np.setdiff1d(part.ids, part.top_ids)
+    kept = exact_w[outside].max()
+    new = np.sort(exact_w[part.ids])[::-1][top.size]
+    assert kept > new  # the queries differ enough to change the region's top
+    assert part.scan_region(w, 800, float(kept + 1e-9)) is True
+    assert exact_w[np.setdiff1d(part.ids, part.top_ids)].max() <= part.rest1 + 1e-6
+    assert part.scan_region(v, 800, -np.inf) is True  # no bound yet: always chosen
+    assert exact[np.setdiff1d(part.ids, part.top_ids)].max() <= part.rest1 + 1e-6
+    assert best_out <= part.rest1 + 1e-6
+
+
+def test_the_float_cache_gives_the_scores_bits_even_when_it_starts_over():
+    rng = np.random.default_rng(18)
+    m, d = 3000, 7
+    A, offsets = _lp_keys(rng, m, d)
+    index = WarmStartIndex(A, offsets)
+    part = Part(0, m)
+    rows = FloatRows(A, offsets, update_norms((0.0, 0.0, 0.0), np.hstack(
+        [A.astype(np.float64), offsets[:, None]])), d + 1)
+    part.scan_keys(rows, np.append(rng.dirichlet(np.ones(d)), 1.0), 1000, 300)
+    cache = FloatCache(A, 250)  # smaller than S: starts over again and again
+    top = Top([part], offsets, cache)
+    for _ in range(12):
+        v = rng.normal(size=d + 1)
+        chosen = np.sort(rng.choice(top.ids.size, size=int(rng.integers(1, 250)),
+                                    replace=False))
+        np.testing.assert_array_equal(cache.exact(top, chosen, v),
+                                      index.score(top.ids[chosen], v))
