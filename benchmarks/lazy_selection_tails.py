@@ -23,8 +23,11 @@ Old and new code each run in a child process: the old from ``git archive <--old-
 (extracted to ``--old-src``, default ``/tmp/lazy-old``), the new from this checkout's ``src``;
 each child measures the lazy and the classic selections interleaved (a classic selection every
 few vectors, then a few untimed lazy ones so the keys are back in cache), so each ratio is
-taken under the same load. Every child runs with ONE thread for numba, OpenBLAS and OpenMP
-(``NUMBA_NUM_THREADS=1``...), classic and lazy alike, at the caller's priority (run it at
+taken under the same load. ``--repeat N`` runs the old and the new child N times each,
+alternating (the same vectors and rounds every time); the summary then pools the selections of
+all runs (the worst is the worst of all), and ``runs`` keeps each run's own summary. Every
+child runs with ONE thread for numba, OpenBLAS and OpenMP (``NUMBA_NUM_THREADS=1``...),
+classic and lazy alike, at the caller's priority (run it at
 normal priority: other jobs of the machine run at nice 19, which autogroup scheduling does not
 always honour). Wall time (``perf_counter``) and the thread's CPU time are both recorded; the
 ratios are computed on both. The worst ratio is the classic median over the lazy worst.
@@ -244,6 +247,31 @@ def summarise(kinds: dict) -> dict:
     return out
 
 
+def report(per_kind: dict) -> None:
+    for kind, e in per_kind.items():
+        w, c = e["wall"], e["cpu"]
+        print(f"  {kind:12s} lazy median {w['lazy_median_ms']:7.2f} ms worst "
+              f"{w['lazy_worst_ms']:7.2f} ms | classic {w['classic_median_ms']:7.1f} ms"
+              f" | ratio median {w['median_ratio']:5.1f}x worst {w['worst_ratio']:5.1f}x"
+              f" (cpu {c['median_ratio']:5.1f}x / {c['worst_ratio']:5.1f}x)", flush=True)
+
+
+def pooled(runs: list[dict]) -> dict:
+    """The selections of several runs together, kind by kind (lists joined, counts added)."""
+    out: dict = {}
+    for kinds in runs:
+        for kind, r in kinds.items():
+            into = out.setdefault(kind, {})
+            for key, value in r.items():
+                if isinstance(value, list):  # per selection (or event): run after run
+                    into.setdefault(key, []).extend(value)
+                elif key in ("full_rescans", "region_rescans", "part_rescans"):
+                    into[key] = into.get(key, 0) + value
+                elif key not in into:
+                    into[key] = value
+    return out
+
+
 def run_child(spec: dict, src: str) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         spec = {**spec, "out": os.path.join(tmp, "out.json")}
@@ -313,6 +341,8 @@ def main() -> None:
                         help="classic selections per kind (its time hardly varies)")
     parser.add_argument("--rounds", type=int, default=200, help="MWU rounds of the LP run")
     parser.add_argument("--no-warm", action="store_true")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="runs of each code, alternating (the summary pools their rounds)")
     parser.add_argument("--warm-only", action="store_true",
                         help="only the warm-start index (no bit-packed configurations)")
     parser.add_argument("--old-rev", default="e2f81e2")
@@ -351,20 +381,26 @@ def main() -> None:
     raw: dict = {}
     summary: dict = {"configs": {}}
     for name, spec in configs:
-        for version in ("old", "new"):  # one after the other, each under its own classic
-            print(f"{name}: {version} code ...", flush=True)
-            result = run_child(spec, sources[version])
-            raw.setdefault(name, {})[version] = result
-            summary["configs"].setdefault(name, {})[version] = summarise(result["kinds"])
-            for kind, e in summary["configs"][name][version].items():
-                w, c = e["wall"], e["cpu"]
-                print(f"  {kind:12s} lazy median {w['lazy_median_ms']:7.2f} ms worst "
-                      f"{w['lazy_worst_ms']:7.2f} ms | classic {w['classic_median_ms']:7.1f} ms"
-                      f" | ratio median {w['median_ratio']:5.1f}x worst {w['worst_ratio']:5.1f}x"
-                      f" (cpu {c['median_ratio']:5.1f}x / {c['worst_ratio']:5.1f}x)", flush=True)
+        for repeat in range(args.repeat):  # old, new, old, new...: each under its own classic
+            for version in ("old", "new"):
+                print(f"{name}: {version} code ...", flush=True)
+                result = run_child(spec, sources[version])
+                runs = raw.setdefault(name, {}).setdefault(version, [])
+                runs.append(result)
+                report(summarise(result["kinds"]))
+                if repeat == args.repeat - 1:  # every run's rounds together
+                    summary["configs"].setdefault(name, {})[version] = summarise(
+                        pooled([r["kinds"] for r in runs]))
+                    if args.repeat > 1:
+                        print(f"  all {args.repeat} runs:")
+                        report(summary["configs"][name][version])
+                        summary.setdefault("runs", {}).setdefault(name, {})[version] = [
+                            summarise(r["kinds"]) for r in runs]
+        if args.repeat == 1:  # the layout of the earlier results: one run, not a list
+            raw[name] = {version: runs[0] for version, runs in raw[name].items()}
     meta = {"m": args.m, "dims": args.dims, "vectors_per_kind": args.vectors,
             "classic_per_kind": args.classic, "lp_rounds": args.rounds,
-            "old_rev": args.old_rev, "threads": "one: " + ", ".join(
+            "old_rev": args.old_rev, "repeat": args.repeat, "threads": "one: " + ", ".join(
                 f"{k}=1" for k in THREAD_ENV) + " in every child, classic and lazy alike",
             "priority": f"nice {os.nice(0)} (the caller's)", "cpus": os.cpu_count(),
             "loadavg_before": load_before, "loadavg_after": os.getloadavg(),
