@@ -308,7 +308,7 @@ def plot(summary: dict, path: str, args: argparse.Namespace) -> None:
             short = config.replace("bitpacked ", "").replace(" (LP, d=50)", "\n(LP)")
             labels.append(f"{short}\n{kind}")
             rows.append((per_kind["old"][kind]["wall"], per_kind["new"][kind]["wall"]))
-    fig, axes = plt.subplots(1, 2, figsize=(5 + 1.2 * len(labels), 4.8), sharey=True)
+    fig, axes = plt.subplots(1, 2, figsize=(max(10.0, 5 + 1.2 * len(labels)), 4.8), sharey=True)
     x = range(len(labels))
     for ax, key, goal, title in ((axes[0], "median_ratio", 20, "median"),
                                  (axes[1], "worst_ratio", 5, "WORST")):
@@ -321,12 +321,18 @@ def plot(summary: dict, path: str, args: argparse.Namespace) -> None:
         ax.set_yscale("log")
         ax.set_xticks(list(x))
         ax.set_xticklabels(labels, fontsize=7)
-        ax.set_title(f"classic median / lazy {title} (wall time, one thread)")
+        ax.set_title(f"classic median / lazy {title} (wall time, one thread)", fontsize=9)
+        for i, r in zip(x, rows):  # the ratios on the bars
+            for dx, value in ((-0.2, r[0][key]), (0.2, r[1][key])):
+                ax.annotate(f"{value:.1f}x", (i + dx, value), ha="center", va="bottom",
+                            fontsize=8)
         ax.legend(fontsize=8)
     axes[0].set_ylabel("speed-up over the classic selection")
     fig.suptitle(f"Lazy selection at m = {args.m:.0e}: "
                  + ("" if args.warm_only else f"{args.vectors} vectors per kind; ")
-                 + f"LP warm-start index over {args.rounds} MWU rounds", fontsize=10)
+                 + f"LP warm-start index over {args.rounds} MWU rounds"
+                 + (f" ({args.repeat} runs of each code pooled)" if args.repeat > 1 else ""),
+                 fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
 
@@ -362,6 +368,7 @@ def main() -> None:
         for key in ("m", "vectors_per_kind", "lp_rounds", "old_rev"):
             setattr(args, {"vectors_per_kind": "vectors", "lp_rounds": "rounds"}.get(key, key),
                     saved["meta"][key])
+        args.repeat = saved["meta"].get("repeat", 1)
         args.warm_only = not saved["meta"].get("dims", True)
         plot(saved["summary"], stem + ".png", args)
         return
