@@ -27,8 +27,13 @@ its references to the exact float64 scores at ``v``, a search at ``v``:
    set. A part that fails is scanned again (its keys, or only its region: ``|R| / m`` of a
    full scan), and the search starts over; if a part still fails, every part is scanned, and
    failing even then (ties past the regions) all keys are scored exactly;
-3. rescores exactly the keys of ``S`` scanned at ``>= T - 2 E`` (the others score below the
-   k-th best: the window argument of ``indices._topk``) and returns the best k.
+3. rescores exactly the keys of ``S`` scanned at ``>= T - 2 E`` (the others of ``S`` score
+   below the k-th best exactly: the window argument of ``indices._topk``) and returns the best
+   k of them.
+
+Nothing here needs ``S`` to be the best of ``R``: any subset gives valid bounds, ``rest1``
+being the best score of the rest of ``R`` at ``v1``. So a region rescan keeps ``S`` (no copy)
+while the best score outside it leaves half the margin below ``lower`` that a new ``S`` would.
 
 The result is always a true top-k set, the lazy exponential mechanism's requirement, whatever
 the queries; only the cost depends on how far they move. To keep the worst round cheap, a
