@@ -113,14 +113,14 @@ class FloatCache:
 
     def __init__(self, A: np.ndarray, capacity: int) -> None:
         self._A = A
-        self._slot = np.full(A.shape[0], -1, dtype=np.int64)
+        self._slot = np.full(A.shape[0], -1, dtype=np.int32 if A.shape[0] < 2**31 else np.int64)
         self._rows = np.empty((capacity, A.shape[1]), dtype=A.dtype)
         self._ids = np.empty(capacity, dtype=np.int64)
         self._used = 0
 
     def slots(self, ids: np.ndarray) -> np.ndarray:
         """Where the rows of ``ids`` are (``-1``: not copied)."""
-        slots: np.ndarray = self._slot[ids]
+        slots: np.ndarray = self._slot[ids].astype(np.int64)
         return slots
 
     def exact(self, top: Top, chosen: np.ndarray, v: np.ndarray) -> np.ndarray:
