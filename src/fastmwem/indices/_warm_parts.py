@@ -114,7 +114,8 @@ class FloatCache:
     def __init__(self, A: np.ndarray, capacity: int) -> None:
         self._A = A
         self._slot = np.full(A.shape[0], -1, dtype=np.int32 if A.shape[0] < 2**31 else np.int64)
-        self._rows = np.empty((capacity, A.shape[1]), dtype=A.dtype)
+        # float64 (exactly the rows' values): exact_dot then converts nothing
+        self._rows = np.empty((capacity, A.shape[1]), dtype=np.float64)
         self._ids = np.empty(capacity, dtype=np.int64)
         self._used = 0
 

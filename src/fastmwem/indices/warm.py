@@ -85,6 +85,7 @@ _PART_ROWS, _MAX_PARTS = 1 << 17, 8
 _EARLY, _EARLY_TOP, _ALONG = 0.85, 0.8, 0.5
 # A part's S holds at least this many keys per k of the whole (in proportion to the part).
 _TOP = 12
+_NONE = np.empty(0, dtype=np.int64)
 
 
 def _best(ids: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -306,12 +307,16 @@ class WarmStartIndex(IndexBase):
         raise ValueError("a WarmStartIndex holds private offsets and is never saved")
 
     # -- search ------------------------------------------------------------------------------
-    def _distances(self, v: np.ndarray, refs: np.ndarray, errors: np.ndarray) -> np.ndarray:
+    def _rounding(self, v: np.ndarray) -> float:
+        """How far an exact float64 score at ``v`` can be from the real inner product."""
+        return (gamma(self.dimension + 3, U64) * holder_bound(self._key_stats().norms, v)
+                + 2.0**-1060)
+
+    def _distances(self, v: np.ndarray, refs: np.ndarray, errors: np.ndarray,
+                   rounding: float) -> np.ndarray:
         """Per row of ``refs``: how far an exact float64 score at ``v`` can be from a reference
-        score at that query with error ``errors``."""
+        score at that query with error ``errors`` (``rounding``: ``_rounding(v)``)."""
         drift = self._key_stats().drift(v[None, :-1] - refs[:, :-1], v[-1] - refs[:, -1])
-        rounding = (gamma(self.dimension + 3, U64) * holder_bound(self._key_stats().norms, v)
-                    + 2.0**-1060)
         distance: np.ndarray = (errors + drift + rounding) * _SAFE
         return distance
 
@@ -324,7 +329,7 @@ class WarmStartIndex(IndexBase):
             self._split()
         state = self._state(v, k)
         keys, regions = self._needed(state)
-        if not keys.size and not regions.size:  # nothing needed: one part's scan, maybe
+        if not keys.size and not regions.size:  # nothing needed: a scan ahead, maybe
             keys, regions = self._ahead(state)
         if keys.size or regions.size:
             self._scan(v, k, keys, regions, state)
@@ -363,17 +368,17 @@ class WarmStartIndex(IndexBase):
         """The bounds of a search at ``v`` (see ``_State``): scans the parts' ``S``."""
         parts, refs = self._part_list, self._refs
         scanned = refs.scanned
+        rounding = self._rounding(v)
         lower, error, approx = -math.inf, 0.0, np.empty(0)
         if scanned.all():
             if self._joined is None:
                 self._joined = Top(parts, self._o, self._float_cache())
             approx, error = self._joined.rows.scan(v)
             # as far from the exact float64 scores as from the real ones, and those from these
-            error = (error + gamma(self.dimension + 3, U64)
-                     * holder_bound(self._key_stats().norms, v) + 2.0**-1060) * _SAFE
+            error = (error + rounding) * _SAFE
             if approx.size >= k:  # k keys score >= T - E exactly: so does the k-th best
                 lower = self._kth(approx, k) - error
-        w = self._distances(v, refs.queries, refs.errors)  # levels 0 and 1, part by part
+        w = self._distances(v, refs.queries, refs.errors, rounding)  # levels 0, 1 by part
         w[np.concatenate([~scanned, ~scanned])] = math.inf
         n = len(parts)
         return _State(lower, error, approx, w[:n], w[n:], scanned, refs.rest, refs.rest1)
@@ -401,6 +406,8 @@ class WarmStartIndex(IndexBase):
         with np.errstate(invalid="ignore"):  # -inf + inf: a part not scanned yet
             keys = ~state.scanned | ((state.rest + state.w0) >= state.lower)
             regions = ~keys & ((state.rest1 + state.w1) >= state.lower)
+        if not keys.any() and not regions.any():
+            return _NONE, _NONE
         return np.flatnonzero(keys), np.flatnonzero(regions)
 
     @staticmethod
@@ -417,13 +424,13 @@ class WarmStartIndex(IndexBase):
         part a round: a full scan thus comes a part at a time, ``1 / parts`` of its cost per
         round, not all at once in the worst round of a run); else new ``S`` when a level-1
         drift used up ``_EARLY_TOP`` of its margin."""
-        none = np.empty(0, dtype=np.int64)
-        used = self._used(state.lower, state.rest, state.w0)
-        if len(self._part_list) > 1 and used.max() >= _EARLY:
-            return np.array([np.argmax(used)]), none
-        if self._used(state.lower, state.rest1, state.w1).max() >= _EARLY_TOP:
-            return none, self._along(state, none)
-        return none, none
+        # no bound fails: lower > rest + w0 and lower > rest1 + w1 (all finite) for every part
+        margin0, margin1 = state.lower - state.rest, state.lower - state.rest1
+        if len(self._part_list) > 1 and (state.w0 >= _EARLY * margin0).any():
+            return np.array([np.argmax(state.w0 / margin0)]), _NONE
+        if (state.w1 >= _EARLY_TOP * margin1).any():
+            return _NONE, self._along(state, _NONE)
+        return _NONE, _NONE
 
     def _along(self, state: _State, regions: np.ndarray) -> np.ndarray:
         """``regions`` with the parts whose level-1 drift used up ``_ALONG`` of its margin:
