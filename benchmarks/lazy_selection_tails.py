@@ -23,15 +23,21 @@ Old and new code each run in a child process: the old from ``git archive <--old-
 (extracted to ``--old-src``, default ``/tmp/lazy-old``), the new from this checkout's ``src``;
 each child measures the lazy and the classic selections interleaved (a classic selection every
 few vectors, then a few untimed lazy ones so the keys are back in cache), so each ratio is
-taken under the same load. Every child runs with ONE thread for numba, OpenBLAS and OpenMP
-(``NUMBA_NUM_THREADS=1``...), classic and lazy alike, at the caller's priority (run it at
+taken under the same load. ``--repeat N`` runs the old and the new child N times each,
+alternating (the same vectors and rounds every time); the summary then pools the selections of
+all runs (the worst is the worst of all), and ``runs`` keeps each run's own summary. Every
+child runs with ONE thread for numba, OpenBLAS and OpenMP (``NUMBA_NUM_THREADS=1``...),
+classic and lazy alike, at the caller's priority (run it at
 normal priority: other jobs of the machine run at nice 19, which autogroup scheduling does not
 always honour). Wall time (``perf_counter``) and the thread's CPU time are both recorded; the
 ratios are computed on both. The worst ratio is the classic median over the lazy worst.
 
 Run: ``python benchmarks/lazy_selection_tails.py [--quick]``. Writes
 benchmarks/results/lazy_selection_tails.json and .png. About 8 minutes (``--quick``: m = 10^5,
-20 vectors, a minute).
+20 vectors, a minute). The warm-start index alone, against another old revision, into other
+files: ``--warm-only --old-rev 007fd4c --old-src /tmp/lazy-old-007fd4c --output
+lazy_selection_tails_warm`` (about two minutes; pin it with ``taskset -c 0`` on a shared
+machine).
 """
 
 from __future__ import annotations
@@ -181,19 +187,24 @@ def child_warm(spec: dict) -> dict:
             classic_wall.append(wall)
             classic_cpu.append(cpu)
         rescans, region = oracle.rescans, oracle.region_rescans
+        parts = getattr(oracle, "part_rescans", 0)  # scans of a part's keys (new code)
         start = _clock()
         i = lazy(x, generator)
         wall, cpu = _since(start)
         lazy_wall.append(wall)
         lazy_cpu.append(cpu)
-        events.append([oracle.rescans - rescans, oracle.region_rescans - region])
+        events.append([oracle.rescans - rescans, oracle.region_rescans - region,
+                       getattr(oracle, "part_rescans", 0) - parts])
         logw -= eta * (A[i].astype(np.float64) - b[i]) / width
     return {"build_s": build_s, "kinds": {"lp_iterates": {
         "lazy_wall_s": lazy_wall[1:], "lazy_cpu_s": lazy_cpu[1:], "classic_wall_s": classic_wall,
         "classic_cpu_s": classic_cpu, "first_round_wall_s": lazy_wall[0],
         "first_round_cpu_s": lazy_cpu[0], "full_rescans": int(sum(e[0] for e in events[1:])),
         "region_rescans": int(sum(e[1] for e in events[1:])),
-        "full_rescan_rounds": [t for t, e in enumerate(events) if t and e[0]]}}}
+        "part_rescans": int(sum(e[2] for e in events[1:])),
+        "parts": len(getattr(oracle, "_part_list", [])) or None,
+        "full_rescan_rounds": [t for t, e in enumerate(events) if t and e[0]],
+        "events": events[1:]}}}
 
 
 def child(path: str) -> None:
@@ -228,11 +239,36 @@ def summarise(kinds: dict) -> dict:
                 "worst_ratio": classic / float(lazy.max())}
         entry["selections"] = len(r["lazy_wall_s"])
         entry["classic_selections"] = len(r["classic_wall_s"])
-        for key in ("counters", "full_rescans", "region_rescans", "full_rescan_rounds",
-                    "first_round_wall_s", "first_round_cpu_s"):
+        for key in ("counters", "full_rescans", "region_rescans", "part_rescans", "parts",
+                    "full_rescan_rounds", "first_round_wall_s", "first_round_cpu_s"):
             if r.get(key) is not None:
                 entry[key] = r[key]
         out[kind] = entry
+    return out
+
+
+def report(per_kind: dict) -> None:
+    for kind, e in per_kind.items():
+        w, c = e["wall"], e["cpu"]
+        print(f"  {kind:12s} lazy median {w['lazy_median_ms']:7.2f} ms worst "
+              f"{w['lazy_worst_ms']:7.2f} ms | classic {w['classic_median_ms']:7.1f} ms"
+              f" | ratio median {w['median_ratio']:5.1f}x worst {w['worst_ratio']:5.1f}x"
+              f" (cpu {c['median_ratio']:5.1f}x / {c['worst_ratio']:5.1f}x)", flush=True)
+
+
+def pooled(runs: list[dict]) -> dict:
+    """The selections of several runs together, kind by kind (lists joined, counts added)."""
+    out: dict = {}
+    for kinds in runs:
+        for kind, r in kinds.items():
+            into = out.setdefault(kind, {})
+            for key, value in r.items():
+                if isinstance(value, list):  # per selection (or event): run after run
+                    into.setdefault(key, []).extend(value)
+                elif key in ("full_rescans", "region_rescans", "part_rescans"):
+                    into[key] = into.get(key, 0) + value
+                elif key not in into:
+                    into[key] = value
     return out
 
 
@@ -272,11 +308,12 @@ def plot(summary: dict, path: str, args: argparse.Namespace) -> None:
             short = config.replace("bitpacked ", "").replace(" (LP, d=50)", "\n(LP)")
             labels.append(f"{short}\n{kind}")
             rows.append((per_kind["old"][kind]["wall"], per_kind["new"][kind]["wall"]))
-    fig, axes = plt.subplots(1, 2, figsize=(13, 4.8), sharey=True)
+    fig, axes = plt.subplots(1, 2, figsize=(max(10.0, 5 + 1.2 * len(labels)), 4.8), sharey=True)
     x = range(len(labels))
     for ax, key, goal, title in ((axes[0], "median_ratio", 20, "median"),
                                  (axes[1], "worst_ratio", 5, "WORST")):
-        ax.bar([i - 0.2 for i in x], [r[0][key] for r in rows], 0.4, label="before (e2f81e2)",
+        ax.bar([i - 0.2 for i in x], [r[0][key] for r in rows], 0.4,
+               label=f"before ({args.old_rev})",
                color="tab:gray")
         ax.bar([i + 0.2 for i in x], [r[1][key] for r in rows], 0.4, label="after",
                color="tab:blue")
@@ -284,11 +321,18 @@ def plot(summary: dict, path: str, args: argparse.Namespace) -> None:
         ax.set_yscale("log")
         ax.set_xticks(list(x))
         ax.set_xticklabels(labels, fontsize=7)
-        ax.set_title(f"classic median / lazy {title} (wall time, one thread)")
+        ax.set_title(f"classic median / lazy {title} (wall time, one thread)", fontsize=9)
+        for i, r in zip(x, rows):  # the ratios on the bars
+            for dx, value in ((-0.2, r[0][key]), (0.2, r[1][key])):
+                ax.annotate(f"{value:.1f}x", (i + dx, value), ha="center", va="bottom",
+                            fontsize=8)
         ax.legend(fontsize=8)
     axes[0].set_ylabel("speed-up over the classic selection")
-    fig.suptitle(f"Lazy selection at m = {args.m:.0e}: {args.vectors} vectors per kind; "
-                 f"LP warm-start index over {args.rounds} MWU rounds", fontsize=10)
+    fig.suptitle(f"Lazy selection at m = {args.m:.0e}: "
+                 + ("" if args.warm_only else f"{args.vectors} vectors per kind; ")
+                 + f"LP warm-start index over {args.rounds} MWU rounds"
+                 + (f" ({args.repeat} runs of each code pooled)" if args.repeat > 1 else ""),
+                 fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
 
@@ -303,6 +347,10 @@ def main() -> None:
                         help="classic selections per kind (its time hardly varies)")
     parser.add_argument("--rounds", type=int, default=200, help="MWU rounds of the LP run")
     parser.add_argument("--no-warm", action="store_true")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="runs of each code, alternating (the summary pools their rounds)")
+    parser.add_argument("--warm-only", action="store_true",
+                        help="only the warm-start index (no bit-packed configurations)")
     parser.add_argument("--old-rev", default="e2f81e2")
     parser.add_argument("--old-src", default="/tmp/lazy-old")
     parser.add_argument("--quick", action="store_true",
@@ -317,9 +365,11 @@ def main() -> None:
         stem = os.path.join(RESULTS, args.output)
         with open(stem + ".json", encoding="utf-8") as fh:
             saved = json.load(fh)
-        for key in ("m", "vectors_per_kind", "lp_rounds"):
+        for key in ("m", "vectors_per_kind", "lp_rounds", "old_rev"):
             setattr(args, {"vectors_per_kind": "vectors", "lp_rounds": "rounds"}.get(key, key),
                     saved["meta"][key])
+        args.repeat = saved["meta"].get("repeat", 1)
+        args.warm_only = not saved["meta"].get("dims", True)
         plot(saved["summary"], stem + ".png", args)
         return
     if args.quick:
@@ -328,6 +378,8 @@ def main() -> None:
     configs = [(f"bitpacked |X|={d}", {"index": "bitpacked", "m": args.m, "d": d,
                                       "vectors": args.vectors, "classic": args.classic,
                                       "seed": d}) for d in args.dims]
+    if args.warm_only:
+        configs, args.dims = [], []
     if not args.no_warm:
         configs.append(("warm-start (LP, d=50)", {"index": "warm", "m": args.m,
                                                   "rounds": args.rounds, "seed": 1}))
@@ -336,23 +388,30 @@ def main() -> None:
     raw: dict = {}
     summary: dict = {"configs": {}}
     for name, spec in configs:
-        for version in ("old", "new"):  # one after the other, each under its own classic
-            print(f"{name}: {version} code ...", flush=True)
-            result = run_child(spec, sources[version])
-            raw.setdefault(name, {})[version] = result
-            summary["configs"].setdefault(name, {})[version] = summarise(result["kinds"])
-            for kind, e in summary["configs"][name][version].items():
-                w, c = e["wall"], e["cpu"]
-                print(f"  {kind:12s} lazy median {w['lazy_median_ms']:7.2f} ms worst "
-                      f"{w['lazy_worst_ms']:7.2f} ms | classic {w['classic_median_ms']:7.1f} ms"
-                      f" | ratio median {w['median_ratio']:5.1f}x worst {w['worst_ratio']:5.1f}x"
-                      f" (cpu {c['median_ratio']:5.1f}x / {c['worst_ratio']:5.1f}x)", flush=True)
+        for repeat in range(args.repeat):  # old, new, old, new...: each under its own classic
+            for version in ("old", "new"):
+                print(f"{name}: {version} code ...", flush=True)
+                result = run_child(spec, sources[version])
+                runs = raw.setdefault(name, {}).setdefault(version, [])
+                runs.append(result)
+                report(summarise(result["kinds"]))
+                if repeat == args.repeat - 1:  # every run's rounds together
+                    summary["configs"].setdefault(name, {})[version] = summarise(
+                        pooled([r["kinds"] for r in runs]))
+                    if args.repeat > 1:
+                        print(f"  all {args.repeat} runs:")
+                        report(summary["configs"][name][version])
+                        summary.setdefault("runs", {}).setdefault(name, {})[version] = [
+                            summarise(r["kinds"]) for r in runs]
+        if args.repeat == 1:  # the layout of the earlier results: one run, not a list
+            raw[name] = {version: runs[0] for version, runs in raw[name].items()}
     meta = {"m": args.m, "dims": args.dims, "vectors_per_kind": args.vectors,
             "classic_per_kind": args.classic, "lp_rounds": args.rounds,
-            "old_rev": args.old_rev, "threads": "one: " + ", ".join(
+            "old_rev": args.old_rev, "repeat": args.repeat, "threads": "one: " + ", ".join(
                 f"{k}=1" for k in THREAD_ENV) + " in every child, classic and lazy alike",
             "priority": f"nice {os.nice(0)} (the caller's)", "cpus": os.cpu_count(),
             "loadavg_before": load_before, "loadavg_after": os.getloadavg(),
+            "cpu_affinity": sorted(os.sched_getaffinity(0)),
             "seconds": time.perf_counter() - started,
             "worst_ratio": "classic median / lazy worst; median_ratio: classic median / lazy "
                            "median; both on wall time and on the thread's CPU time",

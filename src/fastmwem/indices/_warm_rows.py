@@ -24,7 +24,7 @@ import numpy as np
 
 from fastmwem.indices._topk import U32, U64, gamma, holder_bound
 
-__all__ = ["Rows", "FloatRows", "Int16Rows", "largest"]
+__all__ = ["Rows", "FloatRows", "Int16Rows", "largest", "join"]
 
 # Rows quantised per step of a build (bounds the float64 temporary).
 _BLOCK = 65536
@@ -54,6 +54,8 @@ def largest(values: np.ndarray, size: int) -> tuple[np.ndarray, float]:
 class Rows(Protocol):
     """What a warm-start index scans."""
 
+    granule: int  # a part (see ``part``) starts at a multiple of this many rows
+
     def __len__(self) -> int: ...
 
     def handles(self, v: np.ndarray) -> bool:
@@ -73,6 +75,9 @@ class Rows(Protocol):
     def head(self, count: int) -> Rows:
         """The first ``count`` rows (a view)."""
 
+    def part(self, start: int, stop: int) -> Rows:
+        """Rows ``start .. stop - 1`` (a view; ``start`` a multiple of ``granule``)."""
+
 
 def _exact_rounding(dimension: int, norms: tuple[float, float, float], v: np.ndarray) -> float:
     """How far the exact float64 score (``exact_dot`` plus the offset term) can be from the real
@@ -82,6 +87,8 @@ def _exact_rounding(dimension: int, norms: tuple[float, float, float], v: np.nda
 
 class FloatRows:
     """Rows as given; a scan is one BLAS product in their precision (see ``scan``)."""
+
+    granule = 1  # a part may start at any row
 
     def __init__(self, rows: np.ndarray, offsets: np.ndarray, norms: tuple[float, float, float],
                  dimension: int) -> None:
@@ -130,6 +137,10 @@ class FloatRows:
     def head(self, count: int) -> FloatRows:
         return FloatRows(self.rows[:count], self.offsets[:count], self.norms, self.dimension)
 
+    def part(self, start: int, stop: int) -> FloatRows:
+        return FloatRows(self.rows[start:stop], self.offsets[start:stop], self.norms,
+                         self.dimension)
+
 
 class Int16Rows:
     """Keys ``[A_i, o_i]`` as 16-bit integers ``q_i`` times one power of two ``s``
@@ -143,6 +154,8 @@ class Int16Rows:
     nothing but the entries. Build with :meth:`build`; ``unit`` is the largest
     ``|key_ij / s - q_ij|``.
     """
+
+    granule = _WIDTH  # a part starts at a block
 
     def __init__(self, cols: np.ndarray, n: int, scale: float, unit: float,
                  norms: tuple[float, float, float], dimension: int, kernels: ModuleType) -> None:
@@ -240,9 +253,36 @@ class Int16Rows:
         return positions, dots.astype(np.float64) * scale, rest, error, kept
 
     def take(self, positions: np.ndarray) -> Int16Rows:
-        region = self._kernels.gather(self.cols, np.asarray(positions, dtype=np.int64))
+        positions = np.asarray(positions, dtype=np.int64)
+        cols = self.cols
+        region = (np.take(cols[0], positions, axis=1) if cols.shape[0] == 1  # one block: numpy
+                  else self._kernels.gather(cols, positions))
         return Int16Rows(region[None], region.shape[1], self.scale, self.unit, self.norms,
                          self.dimension, self._kernels)
 
     def head(self, count: int) -> Int16Rows:
         return self.take(np.arange(count))
+
+    def part(self, start: int, stop: int) -> Int16Rows:
+        if start % _WIDTH or not 0 <= start < stop <= self._n:
+            raise ValueError("a part of 16-bit rows starts at a block and is not empty")
+        return Int16Rows(self.cols[start // _WIDTH:-(-stop // _WIDTH)], stop - start,
+                         self.scale, self.unit, self.norms, self.dimension, self._kernels)
+
+
+def join(parts: list[Rows]) -> Rows:
+    """The rows of ``parts`` end to end, as one store of their kind (the parts of one store:
+    16-bit rows share its scale, so one scan bounds them all)."""
+    compact = [p for p in parts if isinstance(p, Int16Rows)]
+    if compact and len(compact) == len(parts):
+        first = compact[0]
+        cols = np.concatenate([p.cols.transpose(1, 0, 2).reshape(p.cols.shape[1], -1)[:, :len(p)]
+                               for p in compact], axis=1)
+        return Int16Rows(cols[None], cols.shape[1], first.scale, first.unit, first.norms,
+                         first.dimension, first._kernels)
+    floats = [p for p in parts if isinstance(p, FloatRows)]
+    if len(floats) != len(parts):
+        raise TypeError("only rows of one kind are joined")
+    return FloatRows(np.concatenate([p.rows for p in floats]),
+                     np.concatenate([p.offsets for p in floats]), floats[0].norms,
+                     floats[0].dimension)

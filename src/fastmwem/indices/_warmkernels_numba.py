@@ -77,11 +77,14 @@ def _select(cols: np.ndarray, n: int, y: np.ndarray, threshold: np.float32, ids:
 
 def _gather(cols: np.ndarray, positions: np.ndarray,  # pragma: no cover - compiled
             region: np.ndarray) -> None:
+    # Column by column: each output row is written in order, and sorted positions read each
+    # column of a block in order.
     width = cols.shape[2]
-    for c in range(positions.size):
-        b, r = positions[c] // width, positions[c] % width
-        for j in range(cols.shape[1]):
-            region[j, c] = cols[b, j, r]
+    blocks = positions // width
+    within = positions % width
+    for j in range(cols.shape[1]):
+        for c in range(positions.size):
+            region[j, c] = cols[blocks[c], j, within[c]]
 
 
 def _quantize(block: np.ndarray, offsets: np.ndarray, inverse: float,

@@ -12,24 +12,40 @@ global statistics of the keys (no scan):
 
 On the simplex ``sum dx = 0``, so the centred bounds are much tighter than plain Hoelder.
 
-Two levels of reference scores. A full scan at ``v0`` keeps the best region ``R`` of the keys
-(and the best score ``rest`` outside it); a scan of ``R`` alone at a later ``v1`` keeps ``R``
-sorted by its scores there. With ``W0``, ``W1`` the distances (rounding plus drift) from the two
-references to the exact float64 scores at ``v``, the k-th best exact score is at least
-``lower = c1_(k) - W1``; keys outside ``R`` are excluded when ``rest + W0 < lower``, keys of ``R``
-with ``c1_i < lower - W1`` always. The survivors, a prefix of ``R``'s order kept contiguous, are
-rescored by one BLAS pass with a proven error bound, then exactly within the window of their k-th
-score, and the best k returned. A drift that breaks the first condition triggers a full rescan, a long
-prefix a rescan of ``R`` (``|R|/m`` of the cost). The result is always a true top-k set, the lazy
-exponential mechanism's requirement, whatever the queries; only the cost depends on how far they
-move.
+The main keys are cut into parts (whole blocks of the scanned rows; 8 at ``m = 10^6``), each
+with two reference scans (``indices._warm_parts``): a scan of its keys at ``v0`` keeps its best
+region ``R`` and the best score ``rest`` outside it; a scan of ``R`` at ``v1`` keeps its top
+``S`` (the best quarter of ``R`` there, a compact copy of its rows) and the best score ``rest1``
+of ``R`` outside ``S``. With ``W0``, ``W1`` a part's distances (scan error, drift, rounding) from
+its references to the exact float64 scores at ``v``, a search at ``v``:
+
+1. scans the parts' ``S`` end to end with proven error ``E`` (against the exact scores): with
+   ``T`` the k-th best scanned score, k keys score at least ``T - E`` exactly, so the k-th best
+   exact score is at least ``lower = T - E``;
+2. checks each part: its keys outside ``R`` score at most ``rest + W0``, those of ``R`` outside
+   ``S`` at most ``rest1 + W1``; when both are below ``lower`` none of them is in any top-k
+   set. A part that fails is scanned again (its keys, or only its region: ``|R| / m`` of a
+   full scan), and the search starts over; if a part still fails, every part is scanned, and
+   failing even then (ties past the regions) all keys are scored exactly;
+3. rescores exactly the keys of ``S`` scanned at ``>= T - 2 E`` (the others of ``S`` score
+   below the k-th best exactly: the window argument of ``indices._topk``) and returns the best
+   k of them.
+
+Nothing here needs ``S`` to be the best of ``R``: any subset gives valid bounds, ``rest1``
+being the best score of the rest of ``R`` at ``v1``. So a region rescan keeps ``S`` (no copy)
+while the best score outside it leaves half the margin below ``lower`` that a new ``S`` would.
+
+The result is always a true top-k set, the lazy exponential mechanism's requirement, whatever
+the queries; only the cost depends on how far they move. To keep the worst round cheap, a
+part whose drift has used up most of its margin ``lower - rest`` is scanned before it fails, one
+part a round: a full scan then comes a part at a time (``1 / parts`` of its cost per round, the
+region of the others kept), not all at once. New ``S`` (cheap) come together, in few rounds.
 
 The scans read the keys as ``indices._warm_rows`` stores them: with numba and at least 65,536
 rows, 16-bit integers times a power of two, whose rounding is part of each scan's proven error
-(a full scan reads a quarter of the bytes of float64 keys and keeps the region in the same pass,
-so the rounds that need one cost a small multiple of an ordinary round, not a classic scan);
-otherwise the float rows, one BLAS product per scan. The sorted part is always float rows,
-copied from ``A`` as prefixes reach them, so that rescoring a prefix has a narrow window.
+(a scan of a part's keys reads a quarter of the bytes of float64 keys and keeps its region in
+the same pass); otherwise the float rows, one BLAS product per scan. The exact rescoring reads
+float rows copied from ``A`` as searches first need them.
 
 Extra rows (the public objective row of the objective search) are always rescored exactly.
 The keys hold the private ``b``: the index is private and ``save`` refuses.
@@ -38,6 +54,7 @@ The keys hold the private ``b``: the index is private and ``save`` refuses.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -45,7 +62,8 @@ from fastmwem._validation import check_int
 from fastmwem.indices._checks import check_queries, real_matrix
 from fastmwem.indices._common import IndexBase
 from fastmwem.indices._topk import U64, best_k, gamma, holder_bound, pad_results
-from fastmwem.indices._warm_rows import FloatRows, Int16Rows, Rows, largest
+from fastmwem.indices._warm_parts import FloatCache, Part, Top
+from fastmwem.indices._warm_rows import FloatRows, Int16Rows, Rows
 from fastmwem.indices.flat import exact_dot
 
 __all__ = ["WarmStartIndex"]
@@ -59,6 +77,15 @@ _SAFE = 1.0 + 1e-9
 # From this many main rows on, scans use the 16-bit rows when numba is installed (below, a
 # BLAS product over the float rows is as fast).
 _COMPACT_ROWS = 65536
+# Default parts of the main keys: one per this many rows, at most _MAX_PARTS.
+_PART_ROWS, _MAX_PARTS = 1 << 17, 8
+# A part whose level-0 drift used up this fraction of its margin has its keys scanned before
+# its bound fails (_EARLY); new S come when a level-1 drift used up _EARLY_TOP of its margin,
+# with those of the parts where it used up _ALONG (see _ahead).
+_EARLY, _EARLY_TOP, _ALONG = 0.85, 0.8, 0.5
+# A part's S holds at least this many keys per k of the whole (in proportion to the part).
+_TOP = 12
+_NONE = np.empty(0, dtype=np.int64)
 
 
 def _best(ids: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -107,12 +134,51 @@ class _KeyStats:
                 self._A, self._offsets, self.norms, dimension)
         return self._rows[compact]
 
-    def drift(self, dx: np.ndarray, dt: float) -> float:
-        """An upper bound of ``max_i |A_i . dx + o_i dt|`` (see the module docstring)."""
-        total = abs(float(dx.sum()))
-        holder = self.half_range * float(np.abs(dx).sum()) + self.mid * total
-        cauchy = self.spread * math.sqrt(float(dx @ dx)) + self.mean * total
-        return (min(holder, cauchy) + self.offset * abs(dt)) * _SAFE
+    def drift(self, dx: np.ndarray, dt: np.ndarray) -> np.ndarray:
+        """Per row of ``dx`` (``(n, d)``): an upper bound of ``max_i |A_i . dx + o_i dt|``
+        (see the module docstring)."""
+        total = np.abs(dx.sum(axis=1))
+        holder = self.half_range * np.abs(dx).sum(axis=1) + self.mid * total
+        cauchy = self.spread * np.sqrt(np.einsum("ij,ij->i", dx, dx)) + self.mean * total
+        bound: np.ndarray = (np.minimum(holder, cauchy) + self.offset * np.abs(dt)) * _SAFE
+        return bound
+
+
+class _State(NamedTuple):
+    """The bounds of a search at ``v``: ``lower`` (the k-th best exact score is at least it;
+    ``-inf`` when a part has no reference yet), the scanned scores ``approx`` of the parts' ``S``
+    end to end and their proven ``error``; per part the distances ``w0``, ``w1`` from its level-0 and level-1
+    reference scores to the exact ones, whether it was scanned, ``rest`` and ``rest1``."""
+
+    lower: float
+    error: float
+    approx: np.ndarray
+    w0: np.ndarray
+    w1: np.ndarray
+    scanned: np.ndarray
+    rest: np.ndarray
+    rest1: np.ndarray
+
+
+class _Refs(NamedTuple):
+    """The parts' references side by side: whether each was scanned, the level-0 then the
+    level-1 queries and errors (``2 parts`` rows), ``rest`` and ``rest1``."""
+
+    scanned: np.ndarray
+    queries: np.ndarray
+    errors: np.ndarray
+    rest: np.ndarray
+    rest1: np.ndarray
+
+    @staticmethod
+    def of(parts: list[Part], dimension: int) -> _Refs:
+        unset = np.zeros(dimension)  # a part not scanned yet (its distances are set to inf)
+        queries = [unset if p.v0 is None else p.v0 for p in parts] + [
+            unset if p.v1 is None else p.v1 for p in parts]
+        return _Refs(np.array([p.v0 is not None for p in parts], dtype=bool),
+                     np.array(queries).reshape(len(queries), dimension),
+                     np.array([p.err0 for p in parts] + [p.err1 for p in parts]),
+                     np.array([p.rest for p in parts]), np.array([p.rest1 for p in parts]))
 
 
 class WarmStartIndex(IndexBase):
@@ -123,16 +189,21 @@ class WarmStartIndex(IndexBase):
         offsets: the last column ``o`` (length m); in the scalar LP ``o = -b``.
         extra_rows: public keys ``(e, d)`` appended as ids ``m .. m + e - 1`` (always rescored).
         extra_offsets: their last column (length e).
-        region: size of the region ``R`` a full scan keeps; default ``max(16 k, m / 16)``.
+        region: size of the region the parts keep together (each in proportion to its rows);
+            default ``max(16 k, m / 16)``.
         brute_force_below: with at most this many rows (or ``4 k``), every search scores all
             keys exactly (the cache cannot pay off).
         compact: scan 16-bit copies of the rows (``indices._warm_rows.Int16Rows``: half the
             bytes of float32, built on the first search; needs numba). Default: with numba
             and at least 65,536 rows. The results are the same either way.
+        parts: how many parts the main keys are cut into (whole blocks of 1,024 rows when
+            compact); default one per 131,072 rows, at most 8. The results are the same
+            whatever the parts.
 
     Queries are ``[x, t]`` of length ``d + 1``; the score of key ``i`` is
     ``exact_dot(A_i, x) + t o_i`` in float64, identical in ``search`` and ``score``.
-    ``rescans`` counts full scans, ``region_rescans`` scans of the region.
+    ``rescans`` counts the searches that scanned every part's keys (full scans),
+    ``part_rescans`` the scans of a part's keys, ``region_rescans`` those of a part's region.
 
     >>> A = np.array([[1.0, 0.0], [0.0, 1.0], [0.5, 0.5]])
     >>> index = WarmStartIndex(A, -np.array([0.2, 0.1, 0.0]))
@@ -147,7 +218,7 @@ class WarmStartIndex(IndexBase):
     def __init__(self, A: object, offsets: object, *, extra_rows: object = None,
                  extra_offsets: object = None, region: int | None = None,
                  brute_force_below: int = _SMALL, compact: bool | None = None,
-                 _stats: _KeyStats | None = None) -> None:
+                 parts: int | None = None, _stats: _KeyStats | None = None) -> None:
         main = real_matrix(A, "A")
         if main.ndim != 2 or main.shape[0] == 0 or main.shape[1] == 0:
             raise ValueError("A must be a non-empty 2-D array (at least one row and one column)")
@@ -167,24 +238,14 @@ class WarmStartIndex(IndexBase):
             raise TypeError(f"compact must be a bool or None, got {type(compact).__name__}")
         self._compact = compact
         self._stats = _stats
-        # Level 0 (full scan at v0): the region's ids and rows; the best score outside it.
-        self._v0: np.ndarray | None = None
-        self._err0 = 0.0
-        self._ids = np.empty(0, dtype=np.int64)
-        self._region: Rows | None = None
-        self._rest = -math.inf
-        # Level 1 (scan of the region at v1): positions in the region, best first, and scores.
-        self._v1: np.ndarray | None = None
-        self._err1 = 0.0
-        self._order = np.empty(0, dtype=np.int64)
-        self._sorted = np.empty(0)
-        # The sorted part's ids and rows, copied in level-1 order: a prefix is a slice.
-        self._sids = np.empty(0, dtype=np.int64)
-        self._srows = np.empty((0, d), dtype=self._A.dtype)
-        self._soffs = np.empty(0)
-        self._filled = 0  # rows of _srows copied so far (see _sorted_rows)
-        self._rest1 = -math.inf  # best level-1 score of the region's unsorted part
+        self._parts = None if parts is None else check_int(parts, "parts", minimum=1)
+        self._part_list: list[Part] = []  # the main keys' parts, made by the first search
+        self._refs = _Refs.of([], self.dimension)
+        self._joined: Top | None = None  # the parts' S end to end (None: to be joined)
+        self._floats: FloatCache | None = None  # float rows of the keys rescored so far
+        self._last_kth = (math.inf, 0.0)  # the k-th scanned score of the last search, its step
         self.rescans = 0
+        self.part_rescans = 0
         self.region_rescans = 0
 
     @staticmethod
@@ -206,7 +267,7 @@ class WarmStartIndex(IndexBase):
         return WarmStartIndex(self._A, self._o, extra_rows=extra_rows,
                               extra_offsets=extra_offsets, region=self._region_size,
                               brute_force_below=self._small, compact=self._compact,
-                              _stats=self._key_stats())
+                              parts=self._parts, _stats=self._key_stats())
 
     def _key_stats(self) -> _KeyStats:
         if self._stats is None:
@@ -246,111 +307,159 @@ class WarmStartIndex(IndexBase):
         raise ValueError("a WarmStartIndex holds private offsets and is never saved")
 
     # -- search ------------------------------------------------------------------------------
-    def _distance(self, v: np.ndarray, ref: np.ndarray, error: float) -> float:
-        """How far an exact float64 score at ``v`` can be from a reference score at ``ref``."""
-        drift = self._key_stats().drift(v[:-1] - ref[:-1], float(v[-1] - ref[-1]))
-        rounding = (gamma(self.dimension + 3, U64) * holder_bound(self._key_stats().norms, v)
-                    + 2.0**-1060)
-        return (error + drift + rounding) * _SAFE
+    def _rounding(self, v: np.ndarray) -> float:
+        """How far an exact float64 score at ``v`` can be from the real inner product."""
+        return (gamma(self.dimension + 3, U64) * holder_bound(self._key_stats().norms, v)
+                + 2.0**-1060)
+
+    def _distances(self, v: np.ndarray, refs: np.ndarray, errors: np.ndarray,
+                   rounding: float) -> np.ndarray:
+        """Per row of ``refs``: how far an exact float64 score at ``v`` can be from a reference
+        score at that query with error ``errors`` (``rounding``: ``_rounding(v)``)."""
+        drift = self._key_stats().drift(v[None, :-1] - refs[:, :-1], v[-1] - refs[:, -1])
+        distance: np.ndarray = (errors + drift + rounding) * _SAFE
+        return distance
 
     def _top(self, v: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         m = self._A.shape[0]
         if m <= max(self._small, 4 * k) or not self._main_rows().handles(v):
             ids = np.arange(self.n_keys, dtype=np.int64)
             return best_k(ids, self._exact(ids, v), k)
-        prefix = self._prefix(v, k)
-        if prefix is not None and prefix > max(4 * k, self._order.size // 2):
-            self._rescan_region(v, k)  # the region's order is stale
-            prefix = self._prefix(v, k)
-        if prefix is None or prefix > self._order.size:  # keys outside the region could enter
-            self._rescan(v, k)
-            prefix = self._prefix(v, k)
-        if prefix is None or prefix > self._order.size:  # ties past the region: score all keys
+        if not self._part_list:
+            self._split()
+        state = self._state(v, k)
+        keys, regions = self._needed(state)
+        if not keys.size and not regions.size:  # nothing needed: a scan ahead, maybe
+            keys, regions = self._ahead(state)
+        if keys.size or regions.size:
+            self._scan(v, k, keys, regions, state)
+            state = self._state(v, k)
+            keys, regions = self._needed(state)
+            if keys.size or regions.size:  # a query far from the references: every part
+                self._scan(v, k, np.arange(len(self._part_list)), regions[:0], state)
+                state = self._state(v, k)
+                keys, regions = self._needed(state)
+        if keys.size or regions.size:  # ties past the regions: score all keys
             ids = np.arange(self.n_keys, dtype=np.int64)
             return best_k(ids, self._exact(ids, v), k)
-        ids, scores = self._rescore(v, k, prefix)
+        # The window argument of indices._topk over the union of the S: a key of a top-k set
+        # has an exact score >= lower = T - E, so a scanned score >= T - 2 E.
+        if self._joined is None:  # never: a valid state joined the tops
+            raise RuntimeError("a search rescored no top")
+        chosen = np.flatnonzero(state.approx >= state.lower - state.error)
+        ids = self._joined.ids[chosen]
+        scores = self._float_cache().exact(self._joined, chosen, v)
         if self._E.shape[0]:
             extra = np.arange(m, self.n_keys, dtype=np.int64)
             ids = np.concatenate([ids, extra])
             scores = np.concatenate([scores, self._exact(extra, v)])
         return _best(ids, scores, k)
 
-    def _rescore(self, v: np.ndarray, k: int, prefix: int) -> tuple[np.ndarray, np.ndarray]:
-        """Exact scores of the keys of the prefix that can reach its top k: one scan of the
-        (contiguous) prefix with a proven error ``E``, then exact scores of the keys within
-        ``2 E`` of its k-th approximate score (the window argument of ``indices._topk``)."""
-        rows = self._sorted_rows(prefix)
-        ids, keys, offsets = self._sids[:prefix], rows.rows, rows.offsets
-        if prefix > 2 * k:
-            approx, error = rows.scan(v)
-            error = (error + gamma(self.dimension + 3, U64)
-                     * holder_bound(self._key_stats().norms, v) + 2.0**-1060) * _SAFE
-            kth = np.partition(approx, prefix - k)[prefix - k]
-            keep = np.flatnonzero(approx >= kth - 2.0 * error)
-            ids, keys, offsets = ids[keep], keys[keep], offsets[keep]
-        # the same bits as _exact (a row-wise sum of the same rows and offsets)
-        return ids, exact_dot(keys, v[:-1]) + float(v[-1]) * offsets
+    def _split(self) -> None:
+        """Cut the main keys into parts of whole blocks of the scanned rows."""
+        m, granule = self._A.shape[0], self._main_rows().granule
+        wanted = self._parts or min(_MAX_PARTS, -(-m // _PART_ROWS))
+        blocks = -(-m // granule)
+        step = granule * -(-blocks // wanted)
+        self._part_list = [Part(s, min(m, s + step)) for s in range(0, m, step)]
+        self._refs = _Refs.of(self._part_list, self.dimension)
 
-    def _sorted_rows(self, count: int) -> FloatRows:
-        """The first ``count`` keys of the sorted part as float rows (the rest of the part is
-        copied from ``A`` the first time a prefix goes beyond the rows copied so far)."""
-        if count > self._filled:
-            self._srows[self._filled:] = self._A[self._sids[self._filled:]]
-            self._filled = self._order.size
-        return FloatRows(self._srows[:count], self._soffs[:count], self._key_stats().norms,
-                         self.dimension)
+    def _state(self, v: np.ndarray, k: int) -> _State:
+        """The bounds of a search at ``v`` (see ``_State``): scans the parts' ``S``."""
+        parts, refs = self._part_list, self._refs
+        scanned = refs.scanned
+        rounding = self._rounding(v)
+        lower, error, approx = -math.inf, 0.0, np.empty(0)
+        if scanned.all():
+            if self._joined is None:
+                self._joined = Top(parts, self._o, self._float_cache())
+            approx, error = self._joined.rows.scan(v)
+            # as far from the exact float64 scores as from the real ones, and those from these
+            error = (error + rounding) * _SAFE
+            if approx.size >= k:  # k keys score >= T - E exactly: so does the k-th best
+                lower = self._kth(approx, k) - error
+        w = self._distances(v, refs.queries, refs.errors, rounding)  # levels 0, 1 by part
+        w[np.concatenate([~scanned, ~scanned])] = math.inf
+        n = len(parts)
+        return _State(lower, error, approx, w[:n], w[n:], scanned, refs.rest, refs.rest1)
 
-    def _prefix(self, v: np.ndarray, k: int) -> int | None:
-        """How many region keys (in level-1 order) can hold the top k at ``v``; None when keys
-        outside the region could."""
-        if self._v0 is None or self._v1 is None or k > self._sorted.size:
-            return None
-        w1 = self._distance(v, self._v1, self._err1)
-        lower = self._sorted[k - 1] - w1  # the k-th best exact score is at least this
-        if self._rest + self._distance(v, self._v0, self._err0) >= lower:
-            return None
-        if self._rest1 + w1 >= lower:  # the unsorted part of the region could reach the top k
-            return self._order.size + 1
-        # _sorted is descending: count the entries >= lower - w1.
-        return int(np.searchsorted(-self._sorted, -(lower - w1), side="right"))
+    def _float_cache(self) -> FloatCache:
+        if self._floats is None:  # room for the float rows of a few S
+            self._floats = FloatCache(self._A, 4 * max(16384, self._A.shape[0] // 64))
+        return self._floats
 
-    def _rescan(self, v: np.ndarray, k: int) -> None:
-        """Score every main key at ``v``: a new region, and ``v`` as both references."""
-        m = self._A.shape[0]
+    def _kth(self, values: np.ndarray, k: int) -> float:
+        """The k-th largest of ``values``: selected among those above a guess from the last
+        searches when at least ``k`` are (the same value: a guess only saves time)."""
+        last, step = self._last_kth
+        above = values[values >= last - 2.0 * step]
+        if above.size < k:
+            above = values
+        kth = float(np.partition(above, above.size - k)[above.size - k])
+        self._last_kth = (kth, abs(kth - last) if math.isfinite(last) else 0.0)
+        return kth
+
+    @staticmethod
+    def _needed(state: _State) -> tuple[np.ndarray, np.ndarray]:
+        """The parts whose keys outside the region could reach the top k (scan their keys),
+        and the other parts whose region's keys outside ``S`` could (choose ``S`` again)."""
+        with np.errstate(invalid="ignore"):  # -inf + inf: a part not scanned yet
+            keys = ~state.scanned | ((state.rest + state.w0) >= state.lower)
+            regions = ~keys & ((state.rest1 + state.w1) >= state.lower)
+        if not keys.any() and not regions.any():
+            return _NONE, _NONE
+        return np.flatnonzero(keys), np.flatnonzero(regions)
+
+    @staticmethod
+    def _used(lower: float, rest: np.ndarray, w: np.ndarray) -> np.ndarray:
+        """Per part: the fraction of its margin ``lower - rest`` that the drift ``w`` used."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            used = w / (lower - rest)
+        used[~(lower > rest)] = math.inf
+        return used
+
+    def _ahead(self, state: _State) -> tuple[np.ndarray, np.ndarray]:
+        """The scans done ahead of need when no bound fails: with several parts, the keys of
+        the part whose level-0 drift used up the most of its margin, from ``_EARLY`` on (one
+        part a round: a full scan thus comes a part at a time, ``1 / parts`` of its cost per
+        round, not all at once in the worst round of a run); else new ``S`` when a level-1
+        drift used up ``_EARLY_TOP`` of its margin."""
+        # no bound fails: lower > rest + w0 and lower > rest1 + w1 (all finite) for every part
+        margin0, margin1 = state.lower - state.rest, state.lower - state.rest1
+        if len(self._part_list) > 1 and (state.w0 >= _EARLY * margin0).any():
+            return np.array([np.argmax(state.w0 / margin0)]), _NONE
+        if (state.w1 >= _EARLY_TOP * margin1).any():
+            return _NONE, self._along(state, _NONE)
+        return _NONE, _NONE
+
+    def _along(self, state: _State, regions: np.ndarray) -> np.ndarray:
+        """``regions`` with the parts whose level-1 drift used up ``_ALONG`` of its margin:
+        new ``S`` come together (cheap), in few rounds."""
+        used = self._used(state.lower, state.rest1, state.w1)
+        return np.union1d(regions, np.flatnonzero(used >= _ALONG))
+
+    def _scan(self, v: np.ndarray, k: int, keys: np.ndarray, regions: np.ndarray,
+              state: _State) -> None:
+        """Scan the keys of the parts ``keys`` and the regions of the parts ``regions`` at
+        ``v``. With several parts, the new ``S`` of the part whose level-0 drift used up the
+        most of its margin (at least ``_ALONG``) comes from a scan of its keys (one a round)."""
+        parts, m = self._part_list, self._A.shape[0]
+        if regions.size:
+            regions = self._along(state, regions)
+        regions = np.setdiff1d(regions, keys)
         rows = self._main_rows()
-        ids, approx, self._rest, error, self._region = rows.best(
-            v, self._region_size or max(16 * k, m // 16))
-        self._ids = ids.astype(np.int64, copy=False)
-        self._v0, self._err0 = v.copy(), error
-        self._set_order(approx, v, error, k, first=True)
-        self.rescans += 1
-
-    def _rescan_region(self, v: np.ndarray, k: int) -> None:
-        """Score the region's keys at ``v``: the new level-1 reference."""
-        if self._region is None:  # never: a region exists once a full scan ran
-            raise RuntimeError("the region is scanned before any full scan")
-        approx, error = self._region.scan(v)
-        self._set_order(approx, v, error, k)
-        self.region_rescans += 1
-
-    def _set_order(self, approx: np.ndarray, v: np.ndarray, error: float, k: int,
-                   first: bool = False) -> None:
-        """Sort the best quarter of the region by ``approx`` (at least ``16 k``)."""
-        if self._region is None:
-            raise RuntimeError("the region is sorted before any full scan")
-        top, self._rest1 = largest(approx, max(16 * k, approx.size // 4))
-        self._order = top[np.argsort(-approx[top])]  # ties in any order: only values count
-        self._sorted = approx[self._order]
-        self._sids = self._ids[self._order]
-        self._soffs = self._o[self._sids]
-        if isinstance(self._region, FloatRows):
-            self._srows, self._filled = self._region.rows[self._order], self._order.size
-        else:
-            # The sorted part keeps float rows even when the region is 16-bit: rescoring a
-            # prefix then has the float scan's narrow window (a few keys to score exactly, not
-            # thousands). After a full scan, whose round costs the most, only the first 4 k are
-            # copied now (its prefixes start near k); the rest when a prefix reaches them.
-            self._filled = min(self._order.size, 4 * k) if first else self._order.size
-            self._srows = np.empty((self._order.size, self._A.shape[1]), dtype=self._A.dtype)
-            self._srows[:self._filled] = self._A[self._sids[:self._filled]]
-        self._v1, self._err1 = v.copy(), error
+        total = self._region_size or max(16 * k, m // 16)
+        for q in keys:
+            p = parts[int(q)]
+            p.scan_keys(rows.part(p.start, p.stop), v, max(1, -(-total * len(p) // m)),
+                        -(-_TOP * k * len(p) // m))
+        changed = keys.size > 0
+        for q in regions:
+            p = parts[int(q)]
+            changed |= p.scan_region(v, -(-_TOP * k * len(p) // m), state.lower)
+        self._refs = _Refs.of(parts, self.dimension)
+        if changed:
+            self._joined = None  # joined again by the next state
+        self.part_rescans += keys.size
+        self.rescans += keys.size == len(parts)
+        self.region_rescans += regions.size
