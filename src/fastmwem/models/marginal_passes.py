@@ -25,7 +25,6 @@ import numpy as np
 
 from fastmwem._jit import njit_cached
 from fastmwem.models.state import MWState, clipped_targets, partition_log_factors
-from fastmwem.workloads._common import check_log_factors
 from fastmwem.workloads.base import LinearWorkload
 from fastmwem.workloads.concatenate import Concatenate
 from fastmwem.workloads.marginals import Marginals
@@ -196,7 +195,9 @@ def fit_marginals(state: MWState, workload: LinearWorkload, groups: Sequence[int
             sweep(p, indices[j - 1], _NONE if factors is None else factors, index, current,
                   runs[j])
             log_factors = partition_log_factors(current, targets[j], s, steps[j])
-            factors = np.exp(check_log_factors(log_factors, size))
+            if not np.all(np.isfinite(log_factors)):  # as Marginals.multiply_group refuses
+                raise ValueError("log_factors must be finite")
+            factors = np.exp(log_factors)
         if scratch is not None:
             multiply_moved(p, indices[-1], factors, scratch)
             factors = None
