@@ -251,6 +251,7 @@ def plot(reports: list[dict], path: str) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
 
     fig, axes = plt.subplots(1, len(reports), figsize=(6 * len(reports), 4.5), squeeze=False)
     for ax, report in zip(axes[0], reports):
@@ -264,15 +265,16 @@ def plot(reports: list[dict], path: str) -> None:
             # 3-way where the reference answers it; the noisy 2-way marginals of a wide table not
             values = [np.nan if r is None else r.get("ratio_mean_l1_3way", r["ratio_mean_l1_2way"])
                       for r in found]
-            bars = ax.bar(np.arange(len(labels)) + j * width, values, width, label=f"eps {eps:g}")
+            bars = ax.bar(np.arange(len(labels)) + j * width, values, width, color=f"C{j}")
             for bar, r in zip(bars, found):
                 if r is not None and r.get("reference") == "noisy marginals":
                     bar.set_hatch("//")  # AIM did not finish: against independent noisy marginals
         ax.axhline(1.0 if report["privacy"] == "zcdp" else 1.2, color="k", lw=1, ls="--")
         ax.set_xticks(np.arange(len(labels)) + 0.4 - width / 2, labels, rotation=45, ha="right")
-        ax.set_ylabel("held-out error / AIM's, top order (hatched: / noisy marginals')")
+        ax.set_ylabel("error / AIM's (hatched: / noisy marginals')")
         ax.set_title(f"{report['privacy']}: policy chosen on the other tables")
-        ax.legend(fontsize=8)
+        ax.legend(handles=[Patch(color=f"C{j}", label=f"eps {eps:g}")
+                           for j, eps in enumerate(epsilons)], fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 
