@@ -6,9 +6,11 @@ mechanism's law from an exact top-k search. Goals: at ``m = 10^6`` the median se
 20x faster than the classic scan, and the WORST at least 5x, for
 
 * the bit-packed index of ``m`` random counting queries (``RandomCountingQueries``) at
-  ``|X| = 256`` and ``1,024``, over ``--vectors`` query vectors of each of three kinds: the
+  ``|X| = 256`` and ``1,024``, over ``--vectors`` query vectors of each of four kinds: the
   difference of two Dirichlet distributions times 10^4 (like MWEM's rounds, ``h - n a``),
-  Gaussian times 10, and 8 non-zero coordinates times 100 (scores with huge ties). One
+  Gaussian times 10, 8 non-zero coordinates times 100 (scores with huge ties), and the
+  ``h - n a`` of the rounds of a real MWEM run (epsilon 1, lazy selection, single queries over
+  the same ``m`` queries) on the public NLTCS table's first 8 (10) binary attributes. One
   selection per vector: the lazy mechanism with MWEM's round law (``|score|``,
   ``k = ceil(sqrt(m))``, epsilon 0.05, sensitivity 1); the classic one computes all ``m``
   answers as MWEM's classic round does (``workload.answer``, byte tables) and draws the same
@@ -56,7 +58,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 THREAD_ENV = {name: "1" for name in ("NUMBA_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                                      "OMP_NUM_THREADS", "MKL_NUM_THREADS")}
-KINDS = ("dirichlet", "gaussian", "sparse")
+KINDS = ("dirichlet", "gaussian", "sparse", "mwem")
 # A classic selection every CLASSIC_EVERY lazy ones, then SETTLE untimed lazy selections.
 CLASSIC_EVERY, SETTLE = 6, 3
 
@@ -72,6 +74,66 @@ def _vector(kind: str, d: int, rng) -> object:
     v = np.zeros(d)
     v[rng.choice(d, 8, replace=False)] = rng.normal(size=8) * 100.0
     return v
+
+
+class _Recording:
+    """A ``RoundSelection`` wrapping another that keeps each round's ``h - n a`` (the vector
+    the round's scores are the inner products with); the release runs the inner one as is."""
+
+    def __init__(self, inner: object, histogram: object) -> None:
+        self.inner, self.histogram, self.vectors = inner, histogram, []
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    def event(self, epsilon):
+        return self.inner.event(epsilon)
+
+    def check(self, workload, **kwargs) -> None:
+        self.inner.check(workload, **kwargs)
+
+    def prepare(self, workload, private, **kwargs):
+        return _RecordingChooser(self.inner.prepare(workload, private, **kwargs), self)
+
+
+class _RecordingChooser:
+    """The inner chooser, recording ``h - n a`` before each ``choose``."""
+
+    def __init__(self, inner: object, recording: _Recording) -> None:
+        self.inner, self.recording = inner, recording
+
+    def __getattr__(self, name: str) -> object:  # every other member: the inner chooser's
+        return getattr(self.inner, name)
+
+    def choose(self, state, available, rng):
+        self.recording.vectors.append(self.recording.histogram
+                                      - state.total * state.distribution)
+        return self.inner.choose(state, available, rng)
+
+
+def _mwem_vectors(workload: object, d: int, count: int, seed: int) -> list:
+    """The ``h - n a`` of the ``count`` rounds of a real MWEM run (lazy selection, epsilon 1,
+    single queries) on NLTCS's first ``log2 d`` attributes (a public table), over ``workload``."""
+    import warnings
+
+    import numpy as np
+
+    from fastmwem import Domain, mwem
+    from fastmwem.data import Dataset
+    from fastmwem.datasets import load_nltcs
+    from fastmwem.release.selection import LazySelection
+
+    bits = int(round(math.log2(d)))
+    records = load_nltcs().records[:, :bits]
+    cells = records @ (1 << np.arange(bits - 1, -1, -1))  # row-major code of the projection
+    data = Dataset(cells.reshape(-1, 1), Domain(["x"], [d]))
+    recording = _Recording(LazySelection(), data.histogram().astype(np.float64))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a seeded run warns that it is not private
+        mwem(data, workload, epsilon=1.0, rounds=count, selection=recording, rng=seed,
+             progress=False)
+    return recording.vectors
 
 
 def _clock() -> tuple[float, float]:
@@ -101,7 +163,9 @@ def child_bitpacked(spec: dict) -> dict:
     classic = ExponentialMechanism(epsilon=0.05, sensitivity=1.0)
     generator = np.random.default_rng(7)
     vectors = {kind: [_vector(kind, d, np.random.default_rng([spec["seed"], i, k]))
-                      for i in range(spec["vectors"])] for k, kind in enumerate(KINDS)}
+                      for i in range(spec["vectors"])] for k, kind in enumerate(KINDS)
+               if kind != "mwem"}
+    vectors["mwem"] = _mwem_vectors(workload, d, spec["vectors"], spec["seed"])
     started = time.perf_counter()
     for v in vectors["dirichlet"][:5]:  # warm-up: numba's compile or cache load, the caches
         lazy.select(v, rng=generator)
