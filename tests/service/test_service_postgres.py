@@ -210,3 +210,62 @@ def test_postgres_split_charges_and_label_queries_survive_a_crash_and_a_restart(
     assert ans["source"] == "measured" and ans["charged"] == 0.0
     assert again.store.budget("global")[1] == spent
     again.store.close()
+
+
+def test_postgres_close_gives_the_lease_back_at_once(fresh_database):
+    # A clean stop unlocks before it disconnects: the next server need not wait for the old
+    # backend to exit.
+    import psycopg
+
+    from fastmwem.service.store import LEASE_KEY
+
+    class SlowToExit:
+        """The lease's connection, whose close leaves the session alive (as a backend that has
+        not exited yet): only an explicit unlock frees the lock."""
+
+        def __init__(self, conn: psycopg.Connection) -> None:
+            self.conn = conn
+
+        def execute(self, *args: object) -> object:
+            return self.conn.execute(*args)
+
+        def close(self) -> None:
+            pass
+
+    store = open_store(fresh_database)
+    store.lease()
+    lease_conn = store._held
+    store._held = SlowToExit(lease_conn)
+    try:
+        with psycopg.connect(fresh_database, autocommit=True) as other:
+            taken = "SELECT pg_try_advisory_lock(%s)"
+            assert other.execute(taken, (LEASE_KEY,)).fetchone() == (False,)
+            store.close()
+            assert other.execute(taken, (LEASE_KEY,)).fetchone() == (True,)
+    finally:
+        lease_conn.close()
+
+
+def test_postgres_lease_waits_briefly_for_a_holder_that_is_going(fresh_database, monkeypatch):
+    # A lock whose holder lets go within LEASE_WAIT is taken; one still held after it refuses.
+    import threading
+
+    import psycopg
+
+    from fastmwem.service import store as stores
+
+    holder = psycopg.connect(fresh_database, autocommit=True)
+    holder.execute("SELECT pg_advisory_lock(%s)", (stores.LEASE_KEY,))
+    monkeypatch.setattr(stores, "LEASE_WAIT", 0.3)
+    refused = open_store(fresh_database)
+    with pytest.raises(RuntimeError, match="another server"):
+        refused.lease()
+    refused.close()
+
+    monkeypatch.setattr(stores, "LEASE_WAIT", 30.0)
+    later = threading.Timer(0.5, holder.close)
+    later.start()
+    store = open_store(fresh_database)
+    store.lease()  # succeeds once the holder is gone, long before the 30 s
+    later.join()
+    store.close()

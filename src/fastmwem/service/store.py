@@ -493,6 +493,12 @@ class SQLiteStore(Store):
         self._held, self._created = handle, created
 
 
+#: The advisory lock a PostgreSQL state's server holds (one server per database).
+LEASE_KEY = 8675309
+#: Seconds a server waits for a lease whose last holder has just gone.
+LEASE_WAIT = 5.0
+
+
 class PostgresStore(Store):
     """State in a PostgreSQL database (psycopg 3); rows are locked with ``FOR UPDATE``."""
 
@@ -537,13 +543,29 @@ class PostgresStore(Store):
 
     def lease(self) -> None:
         conn = self._psycopg.connect(self.url, autocommit=True)
-        # A session-level advisory lock: released by the server when this connection dies.
-        row = conn.execute("SELECT pg_try_advisory_lock(8675309)").fetchone()
-        if row is None or not row[0]:
-            conn.close()
-            raise RuntimeError("another server is serving this PostgreSQL state (its advisory "
-                               "lock is held)")
+        # A session-level advisory lock: released by the server when this connection dies. The
+        # backend of a connection that was just closed, or whose process was killed, may not
+        # have noticed yet, so a held lock is asked for again for up to LEASE_WAIT seconds.
+        deadline = time.monotonic() + LEASE_WAIT
+        while True:
+            row = conn.execute("SELECT pg_try_advisory_lock(%s)", (LEASE_KEY,)).fetchone()
+            if row is not None and row[0]:
+                break
+            if time.monotonic() >= deadline:
+                conn.close()
+                raise RuntimeError("another server is serving this PostgreSQL state (its "
+                                   "advisory lock is held)")
+            time.sleep(0.1)
         self._held = conn
+
+    def close(self) -> None:
+        # Give the lease back before closing: the server frees a closed session's lock only
+        # when its backend exits, which a restart in the same instant could beat.
+        if self._held is not None:
+            with contextlib.suppress(Exception):
+                held = cast("psycopg.Connection[Row]", self._held)  # made by lease
+                held.execute("SELECT pg_advisory_unlock(%s)", (LEASE_KEY,))
+        super().close()
 
 
 def open_store(target: str) -> Store:
