@@ -101,6 +101,10 @@ def _make_pass(group: int, first: bool, n_planes: int) -> _Pass:  # pragma: no c
                 acc[r] = s
             else:
                 acc[r] += s
+    # A name of its own per variant: compiled code calls a function by a symbol made of its
+    # qualified name and a per-process counter, so a pass loaded from numba's cache could share
+    # a symbol with one compiled in this process for another plane count (the wrong one ran).
+    _pass.__qualname__ = _pass.__name__ = f"_pass{group}{'' if first else '_add'}_{n_planes}"
     return _pass
 
 
