@@ -400,8 +400,9 @@ def plot(summary: dict, path: str, args: argparse.Namespace) -> None:
         ax.legend(fontsize=8)
     axes[0].set_ylabel("speed-up over the classic selection")
     fig.suptitle(f"Lazy selection at m = {args.m:.0e}: "
-                 + ("" if args.warm_only else f"{args.vectors} vectors per kind; ")
-                 + f"LP warm-start index over {args.rounds} MWU rounds"
+                 + "; ".join(([] if args.warm_only else [f"{args.vectors} vectors per kind"])
+                             + ([f"LP warm-start index over {args.rounds} MWU rounds"]
+                                if "warm-start (LP, d=50)" in summary["configs"] else []))
                  + (f" ({args.repeat} runs of each code pooled)" if args.repeat > 1 else ""),
                  fontsize=10)
     fig.tight_layout()
