@@ -3,10 +3,12 @@
 Keys are stored in blocks of ``width`` keys, word-major within a block: ``words[b, w, r]`` is
 64-bit word ``w`` (the packed bytes ``8w .. 8w + 7``, little-endian) of key ``b * width + r``.
 
-The scan scores every key against a query quantised to ``PLANES``-bit integers ``q`` (two's
+The scan scores every key against a query quantised to ``P``-bit integers ``q`` (two's
 complement) held as bit planes, ``planes[w, p]`` = bit ``p`` of ``q`` over the cells of word
 ``w``: ``<key, q> = sum_p weight_p popcount(key & plane_p)``, with ``weight_p = 2^p`` and
-``-2^(PLANES-1)`` for the top plane. The loops over planes and words of a pass are unrolled at
+``-2^(P-1)`` for the top plane. ``P`` is ``PLANES`` or ``WIDE_PLANES``, read from the planes'
+shape: each has its own compiled kernels (the wide ones compiled, or loaded from numba's cache,
+on first use only). The loops over planes and words of a pass are unrolled at
 compile time, so the pass over the keys of a block vectorises (AVX-512 VPOPCNTQ where the CPU has
 it): several times faster than a byte-table look-up per key byte, which cannot vectorise.
 
@@ -40,13 +42,17 @@ except ImportError:  # the numpy kernels of indices.bitpacked are used instead
 else:
     AVAILABLE = True
 
-__all__ = ["AVAILABLE", "PLANES", "bit_planes", "scan", "top_candidates", "exact_scores",
+__all__ = ["AVAILABLE", "PLANES", "WIDE_PLANES", "bit_planes", "scan", "top_candidates", "exact_scores",
            "key_rows", "default_threads"]
 
 #: Bits of the quantised query in the compiled scan. Each plane costs a popcount per key word;
 #: fewer planes widen the rounding window (at |X| = 256, m = 10^6, k = 1415: about 2,500 keys to
 #: rescore with 10 planes, 12,000 with 8).
 PLANES = 10
+#: Bits of the finer quantisation, for queries whose 10-bit window is wide against their scores'
+#: spread (a few dominant cells: the others round coarsely). Scores stay far from int64's range:
+#: ``|<key, q>| <= cells * 2^(WIDE_PLANES - 1)``, below 2^47 for 2^31 cells.
+WIDE_PLANES = 16
 # Key words per unrolled pass: 4 x PLANES popcounts keep the loop body small enough to vectorise.
 _GROUP = 4
 # Blocks below which the scan stays on one thread: waking workers costs more (milliseconds on a
@@ -56,7 +62,7 @@ _PARALLEL_BLOCKS = 8
 # of the k-th best), and at least _MIN_BUFFER.
 _BUFFER = 32
 _MIN_BUFFER = 16384
-_NEVER = -(2**62)  # below every score (|score| <= 2^(PLANES - 1) per cell)
+_NEVER = -(2**62)  # below every score (|score| <= 2^(WIDE_PLANES - 1) per cell)
 _PADDING = _NEVER - 1  # the score of a padding key in the sub-block maxima: below any threshold
 # Keys summed together by exact rescoring (their sums stay in L1 cache).
 _SUM_BATCH = 512
@@ -74,13 +80,13 @@ _T = TypeVar("_T")
 _Codegen = Callable[[Any, Any, "Signature", list[Any]], Any]
 
 
-def _make_pass(group: int, first: bool) -> _Pass:  # pragma: no cover - compiled
+def _make_pass(group: int, first: bool, n_planes: int) -> _Pass:  # pragma: no cover - compiled
     def _pass(words: np.ndarray, b: int, w0: int, r0: int, planes: np.ndarray,
               acc: np.ndarray) -> None:
         # acc[r] (+)= <key r0 + r, q> over the key words w0 .. w0 + group - 1
         for r in range(acc.size):
             s = 0
-            for p in range(PLANES - 1):
+            for p in range(n_planes - 1):
                 c = 0
                 for w in range(group):
                     # numba drops an intrinsic's typing context from its signature; its
@@ -89,12 +95,16 @@ def _make_pass(group: int, first: bool) -> _Pass:  # pragma: no cover - compiled
                 s += np.int64(c) << p
             c = 0
             for w in range(group):
-                c += _popcount(words[b, w0 + w, r0 + r] & planes[w0 + w, PLANES - 1])  # type: ignore[call-arg]
-            s -= np.int64(c) << (PLANES - 1)
+                c += _popcount(words[b, w0 + w, r0 + r] & planes[w0 + w, n_planes - 1])  # type: ignore[call-arg]
+            s -= np.int64(c) << (n_planes - 1)
             if first:
                 acc[r] = s
             else:
                 acc[r] += s
+    # A name of its own per variant: compiled code calls a function by a symbol made of its
+    # qualified name and a per-process counter, so a pass loaded from numba's cache could share
+    # a symbol with one compiled in this process for another plane count (the wrong one ran).
+    _pass.__qualname__ = _pass.__name__ = f"_pass{group}{'' if first else '_add'}_{n_planes}"
     return _pass
 
 
@@ -334,7 +344,7 @@ def _planes(q: np.ndarray, planes: np.ndarray) -> None:  # pragma: no cover - co
     planes[:] = 0
     for c in range(q.size):
         shift = np.uint64(8 * ((c >> 3) & 7) + 7 - (c & 7))
-        for p in range(PLANES):
+        for p in range(planes.shape[1]):
             if (q[c] >> p) & 1:
                 planes[c >> 6, p] |= np.uint64(1) << shift
 
@@ -362,15 +372,36 @@ def _sums(rows: np.ndarray, tables: np.ndarray,  # pragma: no cover - compiled
                 acc[i] += table[(rows[s + i, j >> 3] >> shift) & np.uint64(0xFF)]
 
 
-def _renamed(func: _F, suffix: str) -> _F:
-    """``func`` under another name. Numba's on-disk cache files a compiled function by its name
-    and bytecode, not by its options: a serial and a parallel build of one function would share
-    one entry, and whichever compiled first would be loaded for both (the parallel scan then
-    ran on one thread)."""
-    copy = FunctionType(func.__code__, func.__globals__, func.__name__ + suffix,
-                        func.__defaults__, func.__closure__)
+def _renamed(func: _F, suffix: str, names: dict[str, Any] | None = None) -> _F:
+    """``func`` under another name (and with ``names`` as its globals, if given). Numba's
+    on-disk cache files a compiled function by its name and bytecode, not by its options nor its
+    globals: a serial and a parallel build of one function would share one entry, and whichever
+    compiled first would be loaded for both (the parallel scan then ran on one thread)."""
+    copy = FunctionType(func.__code__, func.__globals__ if names is None else names,
+                        func.__name__ + suffix, func.__defaults__, func.__closure__)
     copy.__qualname__ = func.__qualname__ + suffix
     return cast(_F, copy)
+
+
+def _passes(n_planes: int) -> tuple[_Pass, ...]:
+    """The compiled passes ``_score_keys`` calls (``_first1`` .. ``_first4``, ``_add4``)."""
+    return (*(_jit(_make_pass(g, True, n_planes)) for g in (1, 2, 3, 4)),
+            _jit(_make_pass(_GROUP, False, n_planes)))
+
+
+def _plane_kernels(passes: tuple[_Pass, ...], suffix: str) -> tuple[Any, ...]:
+    """The compiled scan (serial, parallel), search (serial, parallel) and sub-block rescan
+    over the planes of ``passes``, each named with ``suffix``: the kernels they call resolve
+    to these passes through a copy of the module's names."""
+    names = dict(globals())
+    names.update(zip(("_first1", "_first2", "_first3", "_first4", "_add4"), passes))
+    for func in (_score_keys, _block_scores, _collect):
+        names[func.__name__] = _jit(_renamed(func, suffix, names))
+    return (_jit(_renamed(_scan, suffix, names)),
+            _parallel_jit(_renamed(_scan, suffix + "_parallel", names)),
+            _jit(_renamed(_top_candidates, suffix, names)),
+            _parallel_jit(_renamed(_top_candidates, suffix + "_parallel", names)),
+            _jit(_renamed(_rescan_subblocks, suffix, names)))
 
 
 if AVAILABLE:
@@ -393,24 +424,21 @@ if AVAILABLE:
         return types.int64(types.Array(types.int64, 1, "C")), codegen
 
     _jit = partial(njit_cached, boundscheck=False)
-    _first1, _first2, _first3, _first4 = (_jit(_make_pass(g, True)) for g in (1, 2, 3, 4))
-    _add4 = _jit(_make_pass(_GROUP, False))
-    _score_keys = _jit(_score_keys)
+    _parallel_jit = partial(njit_cached, parallel=True, boundscheck=False)
     _kth_bound = _jit(_kth_bound)
     _compact = _jit(_compact)
     _raise = _jit(_raise)
-    _block_scores = _jit(_block_scores)
     _record_maxima = _jit(_record_maxima)
-    _collect = _jit(_collect)
-    _rescan_subblocks = _jit(_rescan_subblocks)
-    _parallel_jit = partial(njit_cached, parallel=True, boundscheck=False)
-    _scan_serial = _jit(_scan)
-    _scan_parallel = _parallel_jit(_renamed(_scan, "_parallel"))
-    _top_serial = _jit(_top_candidates)
-    _top_parallel = _parallel_jit(_renamed(_top_candidates, "_parallel"))
     _planes = _jit(_planes)
     _gather = _jit(_gather)
     _sums = _jit(_sums)
+    # The kernels that score keys, once per plane count (the shared ones above come first: the
+    # copies of the module's names taken by _plane_kernels must hold them compiled).
+    _first1, _first2, _first3, _first4, _add4 = _passes(PLANES)
+    (_scan_serial, _scan_parallel, _top_serial, _top_parallel,
+     _rescan_serial) = _plane_kernels((_first1, _first2, _first3, _first4, _add4), "")
+    (_scan_serial_wide, _scan_parallel_wide, _top_serial_wide, _top_parallel_wide,
+     _rescan_serial_wide) = _plane_kernels(_passes(WIDE_PLANES), "_wide")
 
 
 def _threaded(serial: Callable[..., _T], parallel: Callable[..., _T], threads: int, n_blocks: int,
@@ -426,10 +454,13 @@ def _threaded(serial: Callable[..., _T], parallel: Callable[..., _T], threads: i
         set_num_threads(before)
 
 
-def bit_planes(q: np.ndarray, n_words: int) -> np.ndarray:
-    """``planes[w, p]``: bit ``p`` of the ``PLANES``-bit integers ``q`` (two's complement, one
-    per cell) over the cells of key word ``w``."""
-    planes = np.empty((n_words, PLANES), dtype=np.uint64)
+def bit_planes(q: np.ndarray, n_words: int, n_planes: int = PLANES) -> np.ndarray:
+    """``planes[w, p]``: bit ``p`` of the ``n_planes``-bit integers ``q`` (two's complement,
+    one per cell) over the cells of key word ``w``; ``n_planes`` is ``PLANES`` or
+    ``WIDE_PLANES``."""
+    if n_planes not in (PLANES, WIDE_PLANES):
+        raise ValueError(f"n_planes must be {PLANES} or {WIDE_PLANES}, got {n_planes}")
+    planes = np.empty((n_words, n_planes), dtype=np.uint64)
     _planes(q, planes)
     return planes
 
@@ -438,7 +469,9 @@ def scan(words: np.ndarray, planes: np.ndarray, absolute: bool, threads: int) ->
     """Integer score ``<key, q>`` of every stored key (or its absolute value), padding keys of
     the last block included, on ``threads`` threads."""
     out = np.empty(words.shape[0] * words.shape[2], dtype=np.int64)
-    _threaded(_scan_serial, _scan_parallel, threads, words.shape[0], words, planes, absolute,
+    serial, parallel = ((_scan_serial, _scan_parallel) if planes.shape[1] == PLANES
+                        else (_scan_serial_wide, _scan_parallel_wide))
+    _threaded(serial, parallel, threads, words.shape[0], words, planes, absolute,
               out)
     return out
 
@@ -477,7 +510,9 @@ def top_candidates(words: np.ndarray, planes: np.ndarray, n: int, absolute: bool
     ids = np.empty((chunks, cap), dtype=np.int64)
     values = np.empty((chunks, cap), dtype=np.int64)
     counts = np.empty(chunks, dtype=np.int64)
-    start = _threaded(_top_serial, _top_parallel, chunks, n_blocks, words, planes, n, absolute,
+    serial, parallel = ((_top_serial, _top_parallel) if planes.shape[1] == PLANES
+                        else (_top_serial_wide, _top_parallel_wide))
+    start = _threaded(serial, parallel, chunks, n_blocks, words, planes, n, absolute,
                       k, window, rank, sample, maxima, ids, values, counts)
     if np.all(counts >= 0):
         ids_found = np.concatenate([ids[t, :counts[t]] for t in range(chunks)])
@@ -525,7 +560,8 @@ def _second_look(words: np.ndarray, planes: np.ndarray, n: int, absolute: bool, 
     size = min(chosen.size * _SUB, n)
     ids = np.empty(size, dtype=np.int64)
     values = np.empty(size, dtype=np.int64)
-    count = _rescan_subblocks(words, planes, n, absolute, chosen, lower, upper, ids, values)
+    rescan = _rescan_serial if planes.shape[1] == PLANES else _rescan_serial_wide
+    count = rescan(words, planes, n, absolute, chosen, lower, upper, ids, values)
     return ids[:count], values[:count], size
 
 

@@ -140,6 +140,25 @@ def _plane_quantize(v: np.ndarray, n_planes: int) -> tuple[np.ndarray, float, fl
     return q, residual, float(np.abs(scaled).sum()) * slack
 
 
+def _wide(q: np.ndarray, window: int) -> bool:
+    """Whether a search should use the wider planes, given the 10-plane ``q`` and its window.
+
+    Against 0/1 keys whose cells are set at random, a query's scores spread about half its L2
+    norm; one dominant cell shifts them all alike (keys with it, keys without). Once the window
+    reaches half the norm of ``q`` without its largest entry, a large share of the keys lie
+    within the window of the k-th best (in the h - n a of MWEM's first rounds on a skewed table
+    most of them: each is then rescored, and the threads' buffers overflow into a second look);
+    16 planes shrink the window 64 times against the scores for a scan 1.2-1.3 times as long.
+    Only the speed depends on this choice: either window is a proven bound for its own
+    quantisation, so the search returns the same true top-k.
+    """
+    if window <= 1:  # nothing rounded away: finer planes cannot narrow it
+        return False
+    squares = q.astype(np.float64) ** 2
+    rest = float(squares.sum() - squares.max())
+    return 4.0 * window * window > rest
+
+
 class BitPackedIndex(ExactScanIndex):
     """Exact maximum inner-product search over 0/1 keys, 8 keys' entries per byte.
 
@@ -152,10 +171,12 @@ class BitPackedIndex(ExactScanIndex):
     ``score`` is the float64 sum of one table entry per key byte (the sum of the query over the
     byte's set entries), in ascending byte order.
 
-    With numba (``pip install "fastmwem[numba]"``) the scan is compiled: ``q`` has 10 bits,
-    held as bit planes, and a key's integer score is a few vectorised popcounts of its words;
-    the threads take blocks of keys from a shared counter and keep only the keys near the
-    running k-th best score, so the rest of the search handles a few thousand keys. Without
+    With numba (``pip install "fastmwem[numba]"``) the scan is compiled: ``q`` has 10 bits (16
+    for queries that 10 bits resolve too coarsely, such as a few dominant entries among many
+    small ones), held as bit planes, and a key's integer score is a few vectorised popcounts of
+    its words; the threads take blocks of keys from a shared counter and keep only the keys
+    near the running k-th best score, so the rest of the search handles a few thousand keys.
+    Without
     numba, a numpy scan (several times slower) adds one table look-up per key byte with ``q`` as
     fine as int32 sums allow. Both return identical results.
 
@@ -203,6 +224,9 @@ class BitPackedIndex(ExactScanIndex):
         self.searches = 0
         self.second_looks = 0
         self.rescanned_keys = 0
+        #: Planes of the last compiled search or scan, and the searches that used the wide ones.
+        self.last_planes = 0
+        self.wide_searches = 0
 
     @property
     def n_keys(self) -> int:
@@ -287,13 +311,25 @@ class BitPackedIndex(ExactScanIndex):
         return gamma(8 * self.n_bytes + 1, U64) * l1
 
     def _planes(self, v: np.ndarray) -> tuple[np.ndarray, int]:
-        """The compiled scan's bit planes of ``v`` and its window (integer units)."""
+        """The compiled scan's bit planes of ``v`` and its window (integer units): 10 planes, or
+        16 when the 10-plane window is wide against the spread of the scores (``_wide``)."""
         kernels = self._numba()
-        q, residual, l1 = _plane_quantize(self._padded(v), kernels.PLANES)
+        padded = self._padded(v)
+        n_planes = kernels.PLANES
+        q, window = self._quantized(padded, n_planes)
+        if _wide(q, window):
+            n_planes = kernels.WIDE_PLANES
+            q, window = self._quantized(padded, n_planes)
+        self.last_planes = n_planes
+        return kernels.bit_planes(q, self._words.shape[1], n_planes), window
+
+    def _quantized(self, padded: np.ndarray, n_planes: int) -> tuple[np.ndarray, int]:
+        """``padded`` on ``n_planes`` bits and the window: a proven bound on the gap between
+        two keys' integer scores and their ``score`` values, for that quantisation."""
+        q, residual, l1 = _plane_quantize(padded, n_planes)
         # Integer scores are within residual of <key, v 2^p>, and score() within the rounding
         # bound; the + 1 covers scaled entries of v below the normal float range.
-        window = math.floor(2.0 * (residual + self._exact_rounding(l1))) + 1
-        return kernels.bit_planes(q, self._words.shape[1]), window
+        return q, math.floor(2.0 * (residual + self._exact_rounding(l1))) + 1
 
     def _threads(self) -> int:
         return self.threads or self._numba().default_threads()
@@ -322,6 +358,7 @@ class BitPackedIndex(ExactScanIndex):
                                                               absolute, k, window,
                                                               self._threads())
         self.searches += 1
+        self.wide_searches += planes.shape[1] != self._numba().PLANES
         if rescanned >= 0:
             self.second_looks += 1
             self.rescanned_keys += rescanned
