@@ -176,9 +176,8 @@ class BitPackedIndex(ExactScanIndex):
     small ones), held as bit planes, and a key's integer score is a few vectorised popcounts of
     its words; the threads take blocks of keys from a shared counter and keep only the keys
     near the running k-th best score, so the rest of the search handles a few thousand keys.
-    Without
-    numba, a numpy scan (several times slower) adds one table look-up per key byte with ``q`` as
-    fine as int32 sums allow. Both return identical results.
+    Without numba, a numpy scan (several times slower) adds one table look-up per key byte with
+    ``q`` as fine as int32 sums allow. Both return identical results.
 
     Args:
         dimension: key length (number of cells).
