@@ -50,7 +50,7 @@ DELTA = 1e-9
 #: A table with more columns than this is scored and fitted on 2-way marginals (as AIM's runs).
 MAX_THREE_WAY_COLUMNS = 20
 #: A policy with a run above this many CPU seconds on a table cannot be chosen there: the
-#: suite's time limit for a default run (60 s wall on adult, the largest table of the issue).
+#: suite's time limit for a default run (60 s wall on adult, the largest table here).
 MAX_CPU_SECONDS = 60.0
 #: The policies tried for each privacy definition (keyword arguments of mwem_with_defaults).
 POLICIES: dict[str, dict[str, dict[str, object]]] = {
@@ -199,7 +199,7 @@ def choose(runs: list[dict], names: list[str], tables_: list[str], epsilons: lis
 
     A policy is eligible when none of its runs on these tables was refused (a default must run
     on every table: 50 fixed rounds are refused where fewer candidates exist) or took more than
-    ``MAX_CPU_SECONDS`` (the issue's limit for a default run on the largest table); if none is,
+    ``MAX_CPU_SECONDS`` (the time limit for a default run on the largest table); if none is,
     the least regret decides alone.
     """
     mean = regret(runs, names, tables_, epsilons)
