@@ -79,39 +79,18 @@ def _vector(kind: str, d: int, rng) -> object:
     return v
 
 
-class _Recording:
-    """A ``RoundSelection`` wrapping another that keeps each round's ``h - n a`` (the vector
-    the round's scores are the inner products with); the release runs the inner one as is."""
-
-    def __init__(self, inner: object, histogram: object) -> None:
-        self.inner, self.histogram, self.vectors = inner, histogram, []
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    def event(self, epsilon):
-        return self.inner.event(epsilon)
-
-    def check(self, workload, **kwargs) -> None:
-        self.inner.check(workload, **kwargs)
-
-    def prepare(self, workload, private, **kwargs):
-        return _RecordingChooser(self.inner.prepare(workload, private, **kwargs), self)
-
-
 class _RecordingChooser:
-    """The inner chooser, recording ``h - n a`` before each ``choose``."""
+    """A round's chooser that records ``h - n a`` (the vector the round's scores are the inner
+    products with) before each ``choose``; everything else is the inner chooser's."""
 
-    def __init__(self, inner: object, recording: _Recording) -> None:
-        self.inner, self.recording = inner, recording
+    def __init__(self, inner: object, histogram: object, vectors: list) -> None:
+        self.inner, self.histogram, self.vectors = inner, histogram, vectors
 
-    def __getattr__(self, name: str) -> object:  # every other member: the inner chooser's
+    def __getattr__(self, name: str) -> object:
         return getattr(self.inner, name)
 
     def choose(self, state, available, rng):
-        self.recording.vectors.append(self.recording.histogram
-                                      - state.total * state.distribution)
+        self.vectors.append(self.histogram - state.total * state.distribution)
         return self.inner.choose(state, available, rng)
 
 
@@ -121,22 +100,28 @@ def _mwem_vectors(workload: object, d: int, count: int, seed: int) -> list:
     import warnings
 
     import numpy as np
+    from _fast_common import TimedSelection  # the release runs the wrapped selection as is
 
     from fastmwem import Domain, mwem
     from fastmwem.data import Dataset
     from fastmwem.datasets import load_nltcs
     from fastmwem.release.selection import LazySelection
 
+    class Recording(TimedSelection):
+        def prepare(self, workload, private, **kwargs):
+            return _RecordingChooser(super().prepare(workload, private, **kwargs), histogram,
+                                     vectors)
+
     bits = int(round(math.log2(d)))
     records = load_nltcs().records[:, :bits]
     cells = records @ (1 << np.arange(bits - 1, -1, -1))  # row-major code of the projection
     data = Dataset(cells.reshape(-1, 1), Domain(["x"], [d]))
-    recording = _Recording(LazySelection(), data.histogram().astype(np.float64))
+    histogram, vectors = data.histogram().astype(np.float64), []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a seeded run warns that it is not private
-        mwem(data, workload, epsilon=1.0, rounds=count, selection=recording, rng=seed,
-             progress=False)
-    return recording.vectors
+        mwem(data, workload, epsilon=1.0, rounds=count, selection=Recording(LazySelection()),
+             rng=seed, progress=False)
+    return vectors
 
 
 def _clock() -> tuple[float, float]:
