@@ -29,6 +29,7 @@ Run: ``nice -n 10 python benchmarks/accuracy_suite.py [--tables mroz titanic] [-
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gzip
 import json
 import math
@@ -37,6 +38,8 @@ import resource
 import sys
 import time
 import warnings
+from collections.abc import Iterator
+from typing import cast
 
 import numpy as np
 from _aim_common import RESULTS, machine, mean_marginal_l1, write_json_atomic
@@ -62,7 +65,13 @@ POLICIES: dict[str, dict[str, dict[str, object]]] = {
              "zcdp-adaptive": {"rounds": "adaptive"},
              "zcdp-adaptive-finalfit": {"rounds": "adaptive", "estimator": "final-fit"},
              "zcdp-r25-oneway-finalfit": {"rounds": 25, "init": "one-way",
-                                          "estimator": "final-fit"}},
+                                          "estimator": "final-fit"},
+             # On a factored model: up to 50 fixed rounds, as the candidates allow; or the
+             # superset rule's power of the signal-to-noise ratio below that (the same on a
+             # dense model as the defaults).
+             "zcdp-factored50": {"constants": {"FACTORED_MAX_ROUNDS": 50}},
+             "zcdp-factored-signal": {"constants": {"FACTORED_MAX_ROUNDS": 50,
+                                                    "FACTORED_ZCDP_RULE": "signal"}}},
 }
 ORDERS = ("mean_l1_2way", "mean_l1_3way")
 
@@ -90,10 +99,36 @@ def order_of(data: Dataset) -> int:
     return 3 if len(data.domain) <= MAX_THREE_WAY_COLUMNS else 2
 
 
+@contextlib.contextmanager
+def constants(values: dict[str, object]) -> Iterator[None]:
+    """The defaults' module constants (:mod:`fastmwem.release.mwem.auto`) set to ``values``
+    for one run, then restored: a policy may vary a constant of the rules as well as an
+    option."""
+    from fastmwem.release.mwem import auto
+
+    unknown = [name for name in values if not hasattr(auto, name)]
+    if unknown:
+        raise SystemExit(f"no such constant of the defaults: {unknown}")
+    saved = {name: getattr(auto, name) for name in values}
+    try:
+        for name, value in values.items():
+            setattr(auto, name, value)
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(auto, name, value)
+
+
 def run_once(data: Dataset, privacy: str, epsilon: float, seed: int,
              options: dict[str, object]) -> dict[str, object]:
-    """One fastmwem run: its errors, CPU and wall seconds, and what the defaults chose."""
+    """One fastmwem run: its errors, CPU and wall seconds, and what the defaults chose.
+
+    ``options`` are keyword arguments of ``mwem_with_defaults``, but for ``"constants"``: the
+    defaults' constants to set for this run (:func:`constants`)."""
     from fastmwem.release import mwem_with_defaults
+
+    options = dict(options)
+    overrides = cast(dict[str, object], options.pop("constants", {}))
 
     workload = Marginals.all_kway(data.domain, order_of(data))
     budget: dict[str, object] = {"epsilon": epsilon, "privacy": privacy}
@@ -103,7 +138,8 @@ def run_once(data: Dataset, privacy: str, epsilon: float, seed: int,
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a seeded run warns that it is not private
         try:
-            result = mwem_with_defaults(data, workload, rng=seed, **budget, **options)
+            with constants(overrides):
+                result = mwem_with_defaults(data, workload, rng=seed, **budget, **options)
         except (TypeError, ValueError) as error:  # an option this fastmwem does not take
             return {"status": "rejected", "error": str(error)[:300]}
     after, wall = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter() - started

@@ -83,7 +83,8 @@ __all__ = ["mwem_with_defaults", "mwem_auto", "check_options", "MWEMChoices", "d
            "DEFAULT_ORDER", "MAX_DEFAULT_ROUNDS", "NOISE_SHARE", "NOISE_TEST_ALPHA",
            "SUPERSET_ROUNDS_SCALE", "SUPERSET_ROUNDS_POWER", "SUPERSET_MIN_ROUNDS",
            "SUPERSET_SELECT_FRACTION", "ZCDP_SUPERSET_ROUNDS_SCALE",
-           "ZCDP_SUPERSET_ROUNDS_POWER", "MAX_SUPERSET_ROUNDS", "AUTO_REUSE_PASSES"]
+           "ZCDP_SUPERSET_ROUNDS_POWER", "MAX_SUPERSET_ROUNDS", "AUTO_REUSE_PASSES", "FACTORED_MAX_ROUNDS",
+           "FACTORED_ZCDP_RULE"]
 
 #: Most rounds the default rule chooses.
 MAX_DEFAULT_ROUNDS = 25
@@ -132,6 +133,14 @@ ADAPTIVE_MIN_RHO_N2 = 2e6
 AUTO_REUSE_PASSES = 50
 #: Significance level of the first-round noise test of default runs.
 NOISE_TEST_ALPHA = 0.01
+#: Most fixed rounds a default run on a factored model (junction tree) chooses, under either
+#: definition (and at most the candidates). A dense model's fixed rounds keep
+#: ``MAX_DEFAULT_ROUNDS``.
+FACTORED_MAX_ROUNDS = 25
+#: How a zCDP default run on a factored model chooses its fixed rounds: ``"ceiling"`` runs
+#: ``min(FACTORED_MAX_ROUNDS, candidates)``; ``"signal"`` runs :func:`zcdp_superset_rounds`'s
+#: power of the signal-to-noise ratio on the smallest candidate, below that ceiling.
+FACTORED_ZCDP_RULE = "ceiling"
 
 
 def use_adaptive(rho: float, records: float) -> bool:
@@ -354,7 +363,8 @@ def mwem_with_defaults(
         check(1 if rounds is None else fixed)
         if rounds is None and setup.group_mode and config.get("measure") != "query":
             candidates_found = candidate_marginals(measured, setup.candidates)
-        ceiling = min(MAX_DEFAULT_ROUNDS, setup.n_candidates) if fixed is None else fixed
+        top = MAX_DEFAULT_ROUNDS if model == "dense" else FACTORED_MAX_ROUNDS
+        ceiling = min(top, setup.n_candidates) if fixed is None else fixed
         if ceiling > 1:
             check(ceiling)
     # Pure DP: the rule anneals unless it chooses superset rounds (checked now, before the
@@ -390,6 +400,11 @@ def mwem_with_defaults(
     if undecided:  # measured on dense models only: on adult (junction tree) annealing lost
         adaptive = not fixed_rule and model == "dense" and use_adaptive(rest, float(total))
         fixed = None if adaptive else ceiling
+        if fixed is not None and model != "dense" and FACTORED_ZCDP_RULE == "signal":
+            smallest = float(np.diff(setup.offsets)[setup.candidates].min()
+                             if setup.group_mode else 1.0)
+            fixed = zcdp_superset_rounds(ceiling=fixed, cells=smallest, rho_rounds=rest,
+                                         records=float(total))
         if superset is not None:
             settings, top, per_group = superset
             chosen = zcdp_superset_rounds(ceiling=top, cells=per_group, rho_rounds=rest,
