@@ -60,18 +60,20 @@ POLICIES: dict[str, dict[str, dict[str, object]]] = {
     "pure": {"pure-default": {}, "pure-default-finalfit": {"estimator": "final-fit"},
              "pure-fixed": {"rounds": "fixed"},
              "pure-adaptive": {"rounds": "adaptive"},
-             "pure-adaptive-finalfit": {"rounds": "adaptive", "estimator": "final-fit"}},
+             "pure-adaptive-finalfit": {"rounds": "adaptive", "estimator": "final-fit"},
+             # On a factored model, the weighted fit after the last round (as zCDP's below)
+             "pure-factored-fit": {"constants": {"FACTORED_ESTIMATOR": "final-fit"}}},
     "zcdp": {"zcdp-default": {}, "zcdp-r25": {"rounds": 25}, "zcdp-r50": {"rounds": 50},
              "zcdp-adaptive": {"rounds": "adaptive"},
              "zcdp-adaptive-finalfit": {"rounds": "adaptive", "estimator": "final-fit"},
              "zcdp-r25-oneway-finalfit": {"rounds": 25, "init": "one-way",
                                           "estimator": "final-fit"},
-             # On a factored model: up to 50 fixed rounds, as the candidates allow; or the
-             # superset rule's power of the signal-to-noise ratio below that (the same on a
-             # dense model as the defaults).
-             "zcdp-factored50": {"constants": {"FACTORED_MAX_ROUNDS": 50}},
-             "zcdp-factored-signal": {"constants": {"FACTORED_MAX_ROUNDS": 50,
-                                                    "FACTORED_ZCDP_RULE": "signal"}}},
+             # On a factored model (the same as the defaults on a dense one): the weighted
+             # fit after the last round instead of the final passes; and with it, up to 50
+             # fixed rounds as the candidates allow.
+             "zcdp-factored-fit": {"constants": {"FACTORED_ESTIMATOR": "final-fit"}},
+             "zcdp-factored50-fit": {"constants": {"FACTORED_ESTIMATOR": "final-fit",
+                                                   "FACTORED_MAX_ROUNDS": 50}}},
 }
 ORDERS = ("mean_l1_2way", "mean_l1_3way")
 

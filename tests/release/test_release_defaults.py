@@ -414,3 +414,22 @@ def test_the_signal_rule_of_factored_zcdp_rounds_follows_the_budget(monkeypatch)
         assert choices.rounds == expected
         chosen.append(choices.rounds)
     assert chosen[0] < chosen[1] <= 50
+
+
+def test_a_factored_default_takes_the_factored_estimator_unless_one_is_given(monkeypatch):
+    from fastmwem.release.mwem import auto
+
+    ds = table([2, 3, 2, 2, 3, 2], 3000, seed=5)
+    w = Marginals.all_kway(ds.domain, 2)
+
+    def answers(**options):
+        result, _ = run_with_defaults(ds, w, epsilon=1.0, delta=1e-9, privacy="zcdp",
+                                      model="junction-tree", rng=np.random.default_rng(3),
+                                      **options)
+        return result.answer(w)
+
+    passes, asked_fit = answers(), answers(estimator="final-fit")
+    assert not np.allclose(passes, asked_fit)  # the two estimators differ here
+    monkeypatch.setattr(auto, "FACTORED_ESTIMATOR", "final-fit")
+    np.testing.assert_array_equal(answers(), asked_fit)
+    np.testing.assert_array_equal(answers(estimator="passes"), passes)  # given: it wins

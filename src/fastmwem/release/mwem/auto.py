@@ -84,7 +84,7 @@ __all__ = ["mwem_with_defaults", "mwem_auto", "check_options", "MWEMChoices", "d
            "SUPERSET_ROUNDS_SCALE", "SUPERSET_ROUNDS_POWER", "SUPERSET_MIN_ROUNDS",
            "SUPERSET_SELECT_FRACTION", "ZCDP_SUPERSET_ROUNDS_SCALE",
            "ZCDP_SUPERSET_ROUNDS_POWER", "MAX_SUPERSET_ROUNDS", "AUTO_REUSE_PASSES", "FACTORED_MAX_ROUNDS",
-           "FACTORED_ZCDP_RULE"]
+           "FACTORED_ZCDP_RULE", "FACTORED_ESTIMATOR"]
 
 #: Most rounds the default rule chooses.
 MAX_DEFAULT_ROUNDS = 25
@@ -141,6 +141,10 @@ FACTORED_MAX_ROUNDS = 25
 #: ``min(FACTORED_MAX_ROUNDS, candidates)``; ``"signal"`` runs :func:`zcdp_superset_rounds`'s
 #: power of the signal-to-noise ratio on the smallest candidate, below that ceiling.
 FACTORED_ZCDP_RULE = "ceiling"
+#: The estimator of a default run on a factored model when ``estimator`` is not given
+#: (``MWEMConfig.estimator``): ``"passes"`` (reuse passes, then up to ``FINAL_PASSES_FACTORED``
+#: final passes) or ``"final-fit"`` (the passes during the rounds, then the weighted fit).
+FACTORED_ESTIMATOR = "passes"
 
 
 def use_adaptive(rho: float, records: float) -> bool:
@@ -353,6 +357,8 @@ def mwem_with_defaults(
                                  limit, shared=shared)
     if not passes_given and (pure or model != "dense"):
         config["reuse_passes"] = AUTO_REUSE_PASSES
+    if model != "dense" and options.get("estimator") is None:
+        config["estimator"] = FACTORED_ESTIMATOR
     ceiling, candidates_found = None, None
     if adaptive or undecided:
         check(None)
