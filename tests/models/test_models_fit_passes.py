@@ -4,6 +4,7 @@ answers and expands group by group, with and without the compiled sweeps."""
 from __future__ import annotations
 
 import itertools
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -149,11 +150,21 @@ def test_the_trie_computes_marginals_and_their_transpose(shape):
         chosen = [sets[i] for i in rng.choice(len(sets), int(rng.integers(1, 9)))]
         trie = MarginalTrie(shape, chosen)
         p = rng.random(int(np.prod(shape)))
-        for axes, got in zip(chosen, trie.marginals(p)):
+        found = trie.marginals(p)
+        for axes, got in zip(chosen, found):
             np.testing.assert_allclose(got, _reference_marginal(p, shape, axes), rtol=1e-13)
+        # A workspace changes where the partial sums are held, not what they are.
+        workspace = np.full(p.size, np.nan)
+        for got, want in zip(trie.marginals(p, workspace), found):
+            np.testing.assert_array_equal(got, want)
         tables = [rng.normal(size=int(np.prod([shape[a] for a in axes]))) for axes in chosen]
-        np.testing.assert_allclose(trie.expand(tables), _reference_expand(shape, chosen, tables),
+        expanded = trie.expand(tables)
+        np.testing.assert_allclose(expanded, _reference_expand(shape, chosen, tables),
                                    rtol=1e-12, atol=1e-12)
+        out = np.full(p.size, np.nan)
+        written = trie.expand(tables, out=out, workspace=workspace)
+        assert np.shares_memory(written, out)
+        np.testing.assert_array_equal(out, expanded)
 
 
 def test_a_group_with_unsorted_or_no_axes_is_left_to_the_group_by_group_fit():
@@ -198,3 +209,23 @@ def test_without_numba_the_numpy_sweeps_are_used(monkeypatch):
     monkeypatch.setattr(passes, "COMPILED_CELLS", 0)
     monkeypatch.setattr(passes, "_compiled", False)  # as after numba failed to import
     assert passes._kernels(2**20) == (passes._exponent_numpy, passes._normalise_numpy)
+
+
+def test_the_trie_fit_holds_four_histograms_besides_the_state_as_the_plain_fit_does():
+    # MWEM's memory estimate counts four copies for a fit (saved point, gradient, factors,
+    # difference): the trie's partial sums go into the factors' array while it is free.
+    domain = Domain([f"y{i}" for i in range(8)], [4] * 8)
+    w = Marginals(domain, list(itertools.combinations(domain.attributes, 3))[::7]
+                  + [("y0",), ("y5", "y7")])
+    measured = _noisy(w, range(w.n_groups), 8, [1.0] * w.n_groups)
+    state = MWState.uniform(domain, TOTAL)
+    fit(state, w, measured, max_iterations=1)  # the workload's caches, built once
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        report = fit(state, w, measured, max_iterations=20)
+        peak = tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+    assert report.iterations == 20
+    assert peak <= 4.3 * state.distribution.nbytes

@@ -92,11 +92,18 @@ class MarginalTrie:
         self._count = 1
         self._plan_down(root, 0, 1, 0)
         self._down_frees = _last_uses([((s,), t) for s, _, t in self._down], self._outputs)
+        self._places = _places([(math.prod(shape[::2]) if len(shape) == 3 else 0, target)
+                                for _, shape, target in self._down],
+                               self._down_frees, self.tail[0])
         self._up: list[tuple[str, int, tuple[int, ...], int]] = []
         self._count = 0
         self._result = self._plan_up(root, 1, 0)
         self._up_frees = _last_uses([((s,) if kind in ("add", "expand") else (), t)
                                      for kind, s, _, t in self._up], [self._result])
+        self._up_places = _places(
+            [(math.prod(shape) if kind in ("expand", "repeat") and target != self._result
+              else 0, target) for kind, _, shape, target in self._up],
+            self._up_frees, self.tail[0])
 
     def _array(self) -> int:
         self._count += 1
@@ -122,7 +129,7 @@ class MarginalTrie:
         Steps (kind, source, shape, target): ``"add"``, target.reshape(shape) += source
         broadcast over the middle axis; ``"expand"``, target = that broadcast, a new array;
         ``"own"``, target.reshape(shape) += table ``source`` broadcast over the last axis;
-        ``"repeat"``, target = each value of table ``source`` repeated ``shape[1]`` times."""
+        ``"repeat"``, target = table ``source`` broadcast over the last axis, a new array."""
         acc, at = -1, level
         for b in sorted(node.children, reverse=True):
             sub = self._plan_up(node.children[b], cells * self.shape[b], b + 1)
@@ -144,41 +151,85 @@ class MarginalTrie:
                                          self.tail[at]), target))
         return target
 
-    def marginals(self, histogram: np.ndarray) -> list[np.ndarray]:
-        """Each axis set's marginal of ``histogram`` (flat, C order), in the order given."""
+    def marginals(self, histogram: np.ndarray, workspace: np.ndarray | None = None
+                  ) -> list[np.ndarray]:
+        """Each axis set's marginal of ``histogram`` (flat, C order), in the order given.
+
+        ``workspace``: an array of as many cells, whose values are not needed, to hold the
+        partial sums where they fit (the same results, less memory)."""
         arrays: dict[int, np.ndarray] = {0: histogram}
         add = np.add.reduce  # ndarray.sum without its Python wrapper (the same sums)
-        for (source, shape, target), frees in zip(self._down, self._down_frees):
-            arrays[target] = add(arrays[source].reshape(shape), axis=1)
+        for (source, shape, target), place, frees in zip(self._down, self._places,
+                                                         self._down_frees):
+            if workspace is None or place < 0:
+                arrays[target] = add(arrays[source].reshape(shape), axis=1)
+            else:
+                held = workspace[place:place + shape[0] * shape[2]].reshape(shape[0], shape[2])
+                arrays[target] = add(arrays[source].reshape(shape), axis=1, out=held)
             for k in frees:
                 del arrays[k]
         return [arrays[self._outputs[s]] for s in self.slots]
 
-    def expand(self, tables: Sequence[np.ndarray]) -> np.ndarray:
+    def expand(self, tables: Sequence[np.ndarray], out: np.ndarray | None = None,
+               workspace: np.ndarray | None = None) -> np.ndarray:
         """``sum_k`` of ``tables[k]`` (one per axis set given, flat in C order) broadcast over
-        the whole domain: a flat array of every cell."""
+        the whole domain: a flat array of every cell, written into ``out`` if given (the
+        array of the cells, not a copy: it holds the sum as it is built). ``workspace`` is as
+        in :meth:`marginals`."""
         merged: list[np.ndarray] = [np.empty(0)] * self.n_unique
         seen = [False] * self.n_unique
         for slot, table in zip(self.slots, tables):
             merged[slot] = merged[slot] + table if seen[slot] else table
             seen[slot] = True
         arrays: dict[int, np.ndarray] = {}
-        for (kind, source, shape, target), frees in zip(self._up, self._up_frees):
+        for (kind, source, shape, target), place, frees in zip(self._up, self._up_places,
+                                                               self._up_frees):
             if kind == "add":
                 view = arrays[target].reshape(shape)
                 view += arrays[source].reshape(shape[0], shape[2])[:, None, :]
-            elif kind == "expand":
-                out = np.empty(shape)
-                out[...] = arrays[source].reshape(shape[0], shape[2])[:, None, :]
-                arrays[target] = out
             elif kind == "own":
                 view = arrays[target].reshape(shape)
                 view += merged[source][:, None]
-            else:
-                arrays[target] = np.repeat(merged[source], shape[1])
+            else:  # a new array: the result's own is written in place
+                if target == self._result and out is not None:
+                    made = out
+                elif workspace is not None and place >= 0:
+                    made = workspace[place:place + math.prod(shape)]
+                else:
+                    made = np.empty(shape)
+                if kind == "expand":
+                    made.reshape(shape)[...] = arrays[source].reshape(
+                        shape[0], shape[2])[:, None, :]
+                else:
+                    made.reshape(shape)[...] = merged[source][:, None]
+                arrays[target] = made
             for k in frees:
                 del arrays[k]
         return arrays[self._result].reshape(-1)
+
+
+def _places(steps: Sequence[tuple[int, int]], frees: Sequence[list[int]], capacity: int
+            ) -> list[int]:
+    """Where in a workspace of ``capacity`` cells each step (size of the array it makes, 0
+    if it is kept or makes none; the array) writes it, first fit among the live ones; -1 if
+    nowhere (none made, kept, or no room)."""
+    live: dict[int, tuple[int, int]] = {}  # array: (start, stop)
+    places = []
+    for (size, target), done in zip(steps, frees):
+        place = -1
+        if size > 0:
+            start = 0
+            for begin, end in sorted(live.values()):
+                if begin - start >= size:
+                    break
+                start = max(start, end)
+            if start + size <= capacity:
+                place = start
+                live[target] = (start, start + size)
+        places.append(place)
+        for k in done:
+            live.pop(k, None)
+    return places
 
 
 def _last_uses(steps: Sequence[tuple[tuple[int, ...], int]], kept: Sequence[int]
@@ -261,6 +312,8 @@ class DenseMarginals:
         self.saved = np.empty_like(self.p)
         self.scratch = np.empty_like(self.p)  # the exponent, then the factors
         self.difference = np.empty_like(self.p)  # saved - p after a proposal
+        # The gradient, rewritten at each step (the last one is no longer read by then).
+        self.cells_gradient = np.empty_like(self.p)
         self.workload, self.groups = workload, list(groups)
         self.trie = MarginalTrie(state.domain.shape, axes)
         self.subs = [workload.group_on_marginal(g, a) for g, a in zip(self.groups, axes)]
@@ -292,16 +345,18 @@ class DenseMarginals:
         return cls(state, workload, groups, axes)
 
     def answers(self) -> list[np.ndarray]:
-        tables = self.trie.marginals(self.p)
+        tables = self.trie.marginals(self.p, self.scratch)  # the factors: no longer needed
         return [t if direct else
                 np.asarray(self.workload.answer_on_marginal(g, t), dtype=np.float64)
                 for g, t, direct in zip(self.groups, tables, self.direct)]
 
     def gradient(self, coefficients: list[np.ndarray]) -> np.ndarray:
         """``sum_i A_i^T c_i``, each ``A_i^T c_i`` as a table on its marginal, expanded."""
+        self.lowest = None
         return self.trie.expand([c if direct else sub_transpose(sub, local, c) for
                                  (sub, local), c, direct in zip(self.subs, coefficients,
-                                                                self.direct)])
+                                                                self.direct)],
+                                out=self.cells_gradient, workspace=self.scratch)
 
     def _range(self, gradient: np.ndarray) -> tuple[float, float]:
         if self.lowest is None or self.lowest[0] is not gradient:
