@@ -3,8 +3,8 @@
 A step of :func:`~fastmwem.models.fit.fit` on a dense state needs the gradient
 ``sum_i A_i^T c_i`` over every cell, and, for each step size the line search tries, the moved
 distribution and its answers. Done group by group, each measured group costs a sweep of the
-whole histogram twice per trial (a broadcast into the gradient, an index count for its
-answers); on a million cells that is most of the fit's time. When every measured group has a
+whole histogram for its answers at each trial and one for its share of the gradient at each
+step; on a million cells that is most of the fit's time. When every measured group has a
 marginal structure (its answers are a function of its marginal), :class:`MarginalTrie`
 computes all the marginals at once along a trie of attribute prefixes, and the gradient as the
 transpose of that, so a step sweeps the histogram a few times whatever the number of groups.
@@ -12,8 +12,10 @@ The elementwise parts of a trial (exponent and clip, normalisation and the diffe
 search reads) are one compiled sweep each with numba, numpy otherwise, with equal results.
 
 The sums are associated differently from the group-by-group path (a marginal cell is summed
-along the trie, a cell's gradient adds the broadcast tables in a different order), so the
-iterates agree with it up to float rounding, not bit for bit.
+along the trie, a cell's gradient adds the broadcast tables in a different order, the
+normalising total is ``<saved, factors>``), so the iterates agree with it up to float
+rounding, not bit for bit (on a million cells and a thousand steps: the losses to 1e-10 and
+every cell to 1e-10, relative).
 """
 
 from __future__ import annotations
