@@ -21,6 +21,11 @@ factors is the dense step's factor, so the model stays decomposable and the iter
 of the dense fit (up to the per-clique exponent clip below). Measured groups that no clique holds
 are absorbed first, within ``max_clique_cells``.
 
+On a dense state whose measured groups all have a marginal structure, the answers and the
+gradient are computed for all groups at once along a trie of their attributes
+(:mod:`fastmwem.models.fit_passes`): a few sweeps of the histogram per step instead of two per
+group, with the same iterates up to float rounding.
+
 Everything here is post-processing of released measurements: the fit never sees the data.
 """
 
@@ -35,6 +40,10 @@ import numpy as np
 
 from fastmwem._validation import check_int
 from fastmwem.models.factored import FactoredState
+from fastmwem.models.fit_passes import FLOOR as _FLOOR
+from fastmwem.models.fit_passes import DenseMarginals
+from fastmwem.models.fit_passes import inner as _inner
+from fastmwem.models.fit_passes import sub_transpose as _sub_transpose
 from fastmwem.models.state import _MAX_STEP, MWState
 from fastmwem.models.tables import expand
 from fastmwem.workloads.base import LinearWorkload, groups_of_queries
@@ -55,8 +64,9 @@ _MAX_HALVINGS = 60
 # finite float (a step that large clips nearly every factor to e^-64 anyway).
 _HUGE = 1e300
 
-# Every cell keeps at least this mass: a multiplicative step can never revive a zero.
-_FLOOR = float(np.finfo(np.float64).tiny)
+# Whether a dense state's fit runs on the marginal trie (fit_passes) when every measured group
+# has a marginal structure; off, it runs group by group (the tests compare the two).
+_MARGINAL_TRIE = True
 
 
 class Measured(Protocol):
@@ -219,11 +229,6 @@ def _prepare(workload: LinearWorkload, measurements: Sequence[Measured], total: 
     return _Problem([terms[g] for g in sorted(terms)], constant, (total / smallest) ** 2)
 
 
-def _inner(a: np.ndarray, b: np.ndarray) -> float:
-    """``sum(a * b)`` without BLAS (whose threads cost more than they save on a busy machine)."""
-    return float(np.einsum("i,i->", a.reshape(-1), b.reshape(-1)))
-
-
 def _largest(gradient: np.ndarray | dict[int, np.ndarray]) -> float:
     """``max |gradient|`` over the cells (a dense gradient, or per-clique parts)."""
     parts = gradient.values() if isinstance(gradient, dict) else [gradient]
@@ -306,15 +311,11 @@ class _Dense:
     def movement(self) -> float:
         return float(np.abs(self.p - self.saved).sum())
 
+    def largest(self, gradient: np.ndarray) -> float:
+        return _largest(gradient)
+
     def finish(self) -> None:
         pass
-
-
-def _sub_transpose(sub: LinearWorkload, local: int, coefficients: np.ndarray) -> np.ndarray:
-    """``A^T c`` for group ``local`` of a workload over a marginal domain (a flat table)."""
-    weights = np.zeros(sub.n_queries)
-    weights[sub.group_queries(local)] = coefficients
-    return np.asarray(sub.answer_transpose(weights), dtype=np.float64)
 
 
 class _Factored:
@@ -401,8 +402,21 @@ class _Factored:
         return float(sum(np.abs(k.table - self.saved[c][0]).sum()
                          for c, k in self.state.tree.cliques.items()))
 
+    def largest(self, gradient: dict[int, np.ndarray]) -> float:
+        return _largest(gradient)
+
     def finish(self) -> None:
         self._changed()
+
+
+def _dense(state: MWState, workload: LinearWorkload, terms: list[_Term]
+           ) -> _Dense | DenseMarginals:
+    """The dense model: on the marginal trie when every measured group has a marginal
+    structure (a sweep or two of the histogram per answer, whatever the number of groups),
+    else group by group."""
+    found = (DenseMarginals.build(state, workload, [t.group for t in terms])
+             if _MARGINAL_TRIE else None)
+    return _Dense(state, workload, terms) if found is None else found
 
 
 def fit(state: MWState | FactoredState, workload: LinearWorkload,
@@ -448,9 +462,9 @@ def fit(state: MWState | FactoredState, workload: LinearWorkload,
     problem = _prepare(workload, measurements, state.total)
     if not problem.terms:
         return FitReport(0, 0.0, True, (0.0,))
-    model: _Dense | _Factored = (_Dense(state, workload, problem.terms)
-                                 if isinstance(state, MWState)
-                                 else _Factored(state, workload, problem.terms))
+    model: _Dense | DenseMarginals | _Factored = (
+        _dense(state, workload, problem.terms) if isinstance(state, MWState)
+        else _Factored(state, workload, problem.terms))
     answers = model.answers()
     loss = problem.loss(answers)
     history = [loss]
@@ -458,7 +472,7 @@ def fit(state: MWState | FactoredState, workload: LinearWorkload,
     done, converged = 0, loss == 0.0
     while not converged and done < iterations:
         gradient = model.gradient(problem.coefficients(answers))
-        largest = _largest(gradient)
+        largest = model.largest(gradient)  # type: ignore[arg-type]
         if largest == 0.0:  # a stationary point
             converged = True
             break
