@@ -22,12 +22,19 @@ def _adult(tmp_path, *flags):
 
 
 def test_a_factored_run_shows_its_final_passes_sampling_and_scoring(tmp_path, capsys):
-    code, out, err = run(_adult(tmp_path, "--evaluate", "--progress"), capsys)
+    code, out, err = run(_adult(tmp_path, "--evaluate", "--progress", "--estimator", "passes"),
+                         capsys)
     assert code == 0 and out == ""
     assert "MWEM rounds (~" in err and "in all)" in err  # the estimate includes the final passes
     assert "MWEM final passes (~" in err and "/5000" in err  # units beyond the 2 rounds
     assert "scoring the model against the real data" in err
     assert "sampling records (~" in err and "writing" in err
+
+
+def test_the_default_final_fit_shows_its_own_bar(tmp_path, capsys):
+    code, out, err = run(_adult(tmp_path, "--progress"), capsys)
+    assert code == 0 and out == ""
+    assert "MWEM final fit (~" in err and "MWEM final passes" not in err
 
 
 def test_no_progress_writes_no_bar(tmp_path, capsys):

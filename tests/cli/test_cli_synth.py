@@ -97,6 +97,20 @@ def test_synth_report_says_how_many_reuse_passes(coded_csv, tmp_path, capsys, fl
     assert (command["reuse_passes"], command["reuse_passes_chosen"]) == (passes, chosen)
 
 
+@pytest.mark.parametrize("flags, estimator, chosen", [
+    ([], "final-fit", "default"), (["--privacy", "zcdp", "--delta", "1e-6"], "passes", "default"),
+    (["--estimator", "passes"], "passes", "given"), (["--estimator", "fit"], "fit", "given")])
+def test_synth_report_says_which_estimator_ran(coded_csv, tmp_path, capsys, flags, estimator,
+                                               chosen):
+    csv, domain = coded_csv
+    report = tmp_path / "r.json"
+    code, _, err = run(["synth", csv, "--domain", domain, "--epsilon", 1, "--rounds", 2,
+                        "--out", tmp_path / "s.csv", "--report", report, *flags], capsys)
+    assert code == 0, err
+    command = json.loads(report.read_text())["command"]
+    assert (command["estimator"], command["estimator_chosen"]) == (estimator, chosen)
+
+
 BAD = [
     (["--epsilon", "0"], "epsilon"),
     (["--epsilon", "-1"], "epsilon"),

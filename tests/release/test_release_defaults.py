@@ -381,7 +381,7 @@ def test_a_factored_pure_default_keeps_fixed_rounds_without_the_first_round_test
 def test_a_factored_zcdp_default_runs_the_factored_ceiling_of_fixed_rounds(monkeypatch, top):
     from fastmwem.release.mwem import auto
 
-    monkeypatch.setattr(auto, "FACTORED_MAX_ROUNDS", top)
+    monkeypatch.setitem(auto.FACTORED_MAX_ROUNDS, "zcdp", top)
     ds = table([2, 3, 2, 2, 3, 2, 2, 2, 3, 2], 5000, seed=4)
     w = Marginals.all_kway(ds.domain, 2)
     result, choices = run_with_defaults(ds, w, epsilon=3.0, delta=1e-9, privacy="zcdp",
@@ -399,7 +399,7 @@ def test_a_factored_zcdp_default_runs_the_factored_ceiling_of_fixed_rounds(monke
 def test_the_signal_rule_of_factored_zcdp_rounds_follows_the_budget(monkeypatch):
     from fastmwem.release.mwem import auto
 
-    monkeypatch.setattr(auto, "FACTORED_MAX_ROUNDS", 50)
+    monkeypatch.setitem(auto.FACTORED_MAX_ROUNDS, "zcdp", 50)
     monkeypatch.setattr(auto, "FACTORED_ZCDP_RULE", "signal")
     ds = table([2, 3, 2, 2, 3, 2, 2, 2, 3, 2], 5000, seed=4)
     w = Marginals.all_kway(ds.domain, 2)
@@ -416,7 +416,7 @@ def test_the_signal_rule_of_factored_zcdp_rounds_follows_the_budget(monkeypatch)
     assert chosen[0] < chosen[1] <= 50
 
 
-def test_a_factored_default_takes_the_factored_estimator_unless_one_is_given(monkeypatch):
+def test_a_default_run_takes_the_default_estimator_unless_one_is_given(monkeypatch):
     from fastmwem.release.mwem import auto
 
     ds = table([2, 3, 2, 2, 3, 2], 3000, seed=5)
@@ -428,8 +428,12 @@ def test_a_factored_default_takes_the_factored_estimator_unless_one_is_given(mon
                                       **options)
         return result.answer(w)
 
-    passes, asked_fit = answers(), answers(estimator="final-fit")
+    passes, asked_fit = answers(estimator="passes"), answers(estimator="final-fit")
     assert not np.allclose(passes, asked_fit)  # the two estimators differ here
-    monkeypatch.setattr(auto, "FACTORED_ESTIMATOR", "final-fit")
+    assert auto.DEFAULT_ESTIMATOR["zcdp factored"] == "final-fit"  # the suite's winner
     np.testing.assert_array_equal(answers(), asked_fit)
+    monkeypatch.setitem(auto.DEFAULT_ESTIMATOR, "zcdp factored", "passes")
+    np.testing.assert_array_equal(answers(), passes)
+    monkeypatch.setitem(auto.DEFAULT_ESTIMATOR, "zcdp factored", "final-fit")
     np.testing.assert_array_equal(answers(estimator="passes"), passes)  # given: it wins
+    np.testing.assert_array_equal(answers(estimator="final-fit"), asked_fit)

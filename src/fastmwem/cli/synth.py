@@ -40,6 +40,7 @@ from fastmwem.release.mwem import (
     check_options,
     mwem_with_defaults,
 )
+from fastmwem.release.mwem.config import ESTIMATORS
 from fastmwem.release.result import MWEMResult
 from fastmwem.release.selection import selection_names
 from fastmwem.synthesizer import DRAFT_FRACTION
@@ -113,6 +114,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--reuse-passes", type=int, default=None,
                         help="most MW passes over all measurements per round (default "
                              f"{AUTO_REUSE_PASSES}; 20 with zCDP on a dense model)")
+    parser.add_argument("--estimator", choices=list(ESTIMATORS), default=None,
+                        help="how the model is refitted to the measurements: passes "
+                             "(multiplicative-weights reuse passes), final-fit (the passes, "
+                             "then the noise-weighted fit after the last round) or fit (the "
+                             "weighted fit after every measurement). Default: final-fit, but "
+                             "passes with --privacy zcdp on a dense model (see docs/mwem.md)")
     parser.add_argument("--init", choices=["uniform", "noisy-histogram"], default="uniform")
     parser.add_argument("--output", choices=["last", "average"], default="last",
                         help="last iterate or average of iterates")
@@ -212,6 +219,8 @@ def _request(args: argparse.Namespace) -> SynthRequest:
         args.privacy = "pure" if args.delta is None else "zcdp"
     _check_numbers(args)
     given = {} if args.reuse_passes is None else {"reuse_passes": args.reuse_passes}
+    if args.estimator is not None:
+        given["estimator"] = args.estimator
     options = {**given, "init": args.init, "output": args.output,
                "selection": args.selection, "index": args.index,
                **({"allow_uncertified": True} if args.allow_uncertified else {})}
@@ -546,6 +555,8 @@ def _report(request: SynthRequest, spec: str, fitted: _Fitted, choices: MWEMChoi
         **request.options,
         "reuse_passes": choices.reuse_passes,
         "reuse_passes_chosen": _chosen(request.options.get("reuse_passes")),
+        "estimator": choices.estimator,
+        "estimator_chosen": _chosen(request.options.get("estimator")),
     }
     if evaluation is not None:
         report["private"] = False

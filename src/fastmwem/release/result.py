@@ -88,6 +88,8 @@ class MWEMChoices:
             (:meth:`~fastmwem.release.mwem.regime.PredictedErrors.summary`: each candidate
             marginal's predicted error with the whole budget, and the 1-way marginals'), or
             ``None``.
+        estimator: the estimator run (``MWEMConfig.estimator``: given, or the default's
+            ``DEFAULT_ESTIMATOR`` for the definition and model).
     """
 
     rounds: int
@@ -101,6 +103,7 @@ class MWEMChoices:
     reuse_passes: int = MWEMConfig.reuse_passes
     regime: str = "rounds"
     predicted_errors: dict[str, object] | None = None
+    estimator: str = "passes"
 
 
 @dataclass(frozen=True)

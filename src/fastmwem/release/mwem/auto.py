@@ -84,7 +84,7 @@ __all__ = ["mwem_with_defaults", "mwem_auto", "check_options", "MWEMChoices", "d
            "SUPERSET_ROUNDS_SCALE", "SUPERSET_ROUNDS_POWER", "SUPERSET_MIN_ROUNDS",
            "SUPERSET_SELECT_FRACTION", "ZCDP_SUPERSET_ROUNDS_SCALE",
            "ZCDP_SUPERSET_ROUNDS_POWER", "MAX_SUPERSET_ROUNDS", "AUTO_REUSE_PASSES", "FACTORED_MAX_ROUNDS",
-           "FACTORED_ZCDP_RULE", "FACTORED_ESTIMATOR"]
+           "FACTORED_ZCDP_RULE", "DEFAULT_ESTIMATOR"]
 
 #: Most rounds the default rule chooses.
 MAX_DEFAULT_ROUNDS = 25
@@ -133,18 +133,20 @@ ADAPTIVE_MIN_RHO_N2 = 2e6
 AUTO_REUSE_PASSES = 50
 #: Significance level of the first-round noise test of default runs.
 NOISE_TEST_ALPHA = 0.01
-#: Most fixed rounds a default run on a factored model (junction tree) chooses, under either
-#: definition (and at most the candidates). A dense model's fixed rounds keep
-#: ``MAX_DEFAULT_ROUNDS``.
-FACTORED_MAX_ROUNDS = 25
+#: Most fixed rounds a default run on a factored model (junction tree) chooses, by definition
+#: (and at most the candidates). A dense model's fixed rounds keep ``MAX_DEFAULT_ROUNDS``.
+FACTORED_MAX_ROUNDS: dict[str, int] = {"pure": 25, "zcdp": 25}
 #: How a zCDP default run on a factored model chooses its fixed rounds: ``"ceiling"`` runs
-#: ``min(FACTORED_MAX_ROUNDS, candidates)``; ``"signal"`` runs :func:`zcdp_superset_rounds`'s
-#: power of the signal-to-noise ratio on the smallest candidate, below that ceiling.
+#: ``min(FACTORED_MAX_ROUNDS["zcdp"], candidates)``; ``"signal"`` runs
+#: :func:`zcdp_superset_rounds`'s power of the signal-to-noise ratio on the smallest
+#: candidate, below that ceiling.
 FACTORED_ZCDP_RULE = "ceiling"
-#: The estimator of a default run on a factored model when ``estimator`` is not given
-#: (``MWEMConfig.estimator``): ``"passes"`` (reuse passes, then up to ``FINAL_PASSES_FACTORED``
-#: final passes) or ``"final-fit"`` (the passes during the rounds, then the weighted fit).
-FACTORED_ESTIMATOR = "passes"
+#: The estimator of a default run when ``estimator`` is not given (``MWEMConfig.estimator``),
+#: by definition and model: ``"passes"`` (reuse passes, and on a factored model up to
+#: ``FINAL_PASSES_FACTORED`` final passes) or ``"final-fit"`` (the passes during the rounds,
+#: then the weighted fit to every measurement).
+DEFAULT_ESTIMATOR: dict[str, str] = {"pure dense": "final-fit", "pure factored": "final-fit",
+                                     "zcdp dense": "passes", "zcdp factored": "final-fit"}
 
 
 def use_adaptive(rho: float, records: float) -> bool:
@@ -254,9 +256,10 @@ def mwem_with_defaults(
 
     Rounds. ``None`` (the default) chooses them: under zCDP adaptively (budget annealing,
     :mod:`fastmwem.release.mwem.annealing`) when the model is dense and :func:`use_adaptive` says
-    so from the budget and the released count, else ``MAX_DEFAULT_ROUNDS`` fixed rounds (on
-    adult's junction tree, annealing scored 0.276 mean 3-way L1 at epsilon 1 against 0.174
-    for fixed rounds); under pure DP with the first-round noise test
+    so from the budget and the released count, else ``MAX_DEFAULT_ROUNDS`` fixed rounds on a
+    dense model and ``FACTORED_MAX_ROUNDS["zcdp"]`` on a factored one (on adult's junction
+    tree, annealing scored 0.276 mean 3-way L1 at epsilon 1 against 0.174 for fixed rounds),
+    both at most the candidates; under pure DP with the first-round noise test
     (``noise_test=NOISE_TEST_ALPHA`` unless given) and, on a dense model, adaptively unless
     superset rounds are chosen (module docstring), else by the rounds rule of this module (a
     factored model, without the test unless given, or options adaptive rounds do not admit:
@@ -277,6 +280,8 @@ def mwem_with_defaults(
 
     Reuse passes: ``AUTO_REUSE_PASSES`` per round, but the ``MWEMConfig`` default (20) for a
     zCDP run on a dense model, unless ``reuse_passes`` is given (``None`` chooses).
+    Estimator: ``DEFAULT_ESTIMATOR`` for the definition and the model (the weighted final fit
+    but under zCDP on a dense model), unless ``estimator`` is given.
 
     Everything MWEM checks before its charge is checked here before the count is charged, with
     the most rounds the rule can choose (so fewer rounds cannot fail either), and so is the
@@ -357,8 +362,9 @@ def mwem_with_defaults(
                                  limit, shared=shared)
     if not passes_given and (pure or model != "dense"):
         config["reuse_passes"] = AUTO_REUSE_PASSES
-    if model != "dense" and options.get("estimator") is None:
-        config["estimator"] = FACTORED_ESTIMATOR
+    if options.get("estimator") is None:
+        config["estimator"] = DEFAULT_ESTIMATOR[
+            f"{'pure' if pure else 'zcdp'} {'dense' if model == 'dense' else 'factored'}"]
     ceiling, candidates_found = None, None
     if adaptive or undecided:
         check(None)
@@ -369,7 +375,8 @@ def mwem_with_defaults(
         check(1 if rounds is None else fixed)
         if rounds is None and setup.group_mode and config.get("measure") != "query":
             candidates_found = candidate_marginals(measured, setup.candidates)
-        top = MAX_DEFAULT_ROUNDS if model == "dense" else FACTORED_MAX_ROUNDS
+        top = (MAX_DEFAULT_ROUNDS if model == "dense"
+               else FACTORED_MAX_ROUNDS["pure" if pure else "zcdp"])
         ceiling = min(top, setup.n_candidates) if fixed is None else fixed
         if ceiling > 1:
             check(ceiling)
@@ -464,7 +471,8 @@ def mwem_with_defaults(
                           candidates=candidates,
                           reuse_passes=int(config.get("reuse_passes", MWEMConfig.reuse_passes)),
                           regime=regime,
-                          predicted_errors=None if predicted is None else predicted.summary())
+                          predicted_errors=None if predicted is None else predicted.summary(),
+                          estimator=str(config.get("estimator", MWEMConfig.estimator)))
     return dataclasses.replace(result, choices=choices)
 
 
