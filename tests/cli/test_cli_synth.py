@@ -88,13 +88,17 @@ def test_synth_demo_runs(tmp_path, capsys):
     (["--reuse-passes", "4"], 4, "given")])
 def test_synth_report_says_how_many_reuse_passes(coded_csv, tmp_path, capsys, flags, passes,
                                                  chosen):
+    command = _reported_command(coded_csv, tmp_path, capsys, flags)
+    assert (command["reuse_passes"], command["reuse_passes_chosen"]) == (passes, chosen)
+
+
+def _reported_command(coded_csv, tmp_path, capsys, flags):
     csv, domain = coded_csv
     report = tmp_path / "r.json"
     code, _, err = run(["synth", csv, "--domain", domain, "--epsilon", 1, "--rounds", 2,
                         "--out", tmp_path / "s.csv", "--report", report, *flags], capsys)
     assert code == 0, err
-    command = json.loads(report.read_text())["command"]
-    assert (command["reuse_passes"], command["reuse_passes_chosen"]) == (passes, chosen)
+    return json.loads(report.read_text())["command"]
 
 
 @pytest.mark.parametrize("flags, estimator, chosen", [
@@ -102,12 +106,7 @@ def test_synth_report_says_how_many_reuse_passes(coded_csv, tmp_path, capsys, fl
     (["--estimator", "passes"], "passes", "given"), (["--estimator", "fit"], "fit", "given")])
 def test_synth_report_says_which_estimator_ran(coded_csv, tmp_path, capsys, flags, estimator,
                                                chosen):
-    csv, domain = coded_csv
-    report = tmp_path / "r.json"
-    code, _, err = run(["synth", csv, "--domain", domain, "--epsilon", 1, "--rounds", 2,
-                        "--out", tmp_path / "s.csv", "--report", report, *flags], capsys)
-    assert code == 0, err
-    command = json.loads(report.read_text())["command"]
+    command = _reported_command(coded_csv, tmp_path, capsys, flags)
     assert (command["estimator"], command["estimator_chosen"]) == (estimator, chosen)
 
 
