@@ -7,7 +7,8 @@ by the mean L1 distance between normalised marginals of the fitted model and of 
 2-way and over all 3-way marginals.
 
 A *policy* is a named set of keyword arguments of :func:`fastmwem.release.mwem_with_defaults`
-(``{}`` is the library's defaults). Each policy runs on every table, epsilon and seed; a run is
+(``{}`` is the library's defaults), and of the defaults' constants to set for its runs
+(``"constants"``, see :func:`constants`). Each policy runs on every table, epsilon and seed; a run is
 cached in ``results/accuracy_suite.json`` (rerunning resumes; ``--policy NAME=JSON`` adds or
 replaces one). Runs are in this process, one after another; a run's CPU time is the process's
 user + system time over the run (every thread), after a warm-up run that compiles the kernels.
