@@ -396,26 +396,6 @@ def test_a_factored_zcdp_default_runs_the_factored_ceiling_of_fixed_rounds(monke
     assert dense.rounds_ceiling == min(MAX_DEFAULT_ROUNDS, w.n_groups)
 
 
-def test_the_signal_rule_of_factored_zcdp_rounds_follows_the_budget(monkeypatch):
-    from fastmwem.release.mwem import auto
-
-    monkeypatch.setitem(auto.FACTORED_MAX_ROUNDS, "zcdp", 50)
-    monkeypatch.setattr(auto, "FACTORED_ZCDP_RULE", "signal")
-    ds = table([2, 3, 2, 2, 3, 2, 2, 2, 3, 2], 5000, seed=4)
-    w = Marginals.all_kway(ds.domain, 2)
-    chosen = []
-    for eps in (0.1, 3.0):
-        result, choices = run_with_defaults(ds, w, epsilon=eps, delta=1e-9, privacy="zcdp",
-                                            model="junction-tree", rng=np.random.default_rng(0))
-        # the smallest candidate: a binary column (2 cells)
-        rho_rounds = float(result.guarantee["rho"]) - float(result.ledger[0].cost[0])
-        expected = zcdp_superset_rounds(ceiling=choices.rounds_ceiling, cells=2.0,
-                                        rho_rounds=rho_rounds, records=choices.record_count)
-        assert choices.rounds == expected
-        chosen.append(choices.rounds)
-    assert chosen[0] < chosen[1] <= 50
-
-
 def test_a_default_run_takes_the_default_estimator_unless_one_is_given(monkeypatch):
     from fastmwem.release.mwem import auto
 

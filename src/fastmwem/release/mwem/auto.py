@@ -84,7 +84,7 @@ __all__ = ["mwem_with_defaults", "mwem_auto", "check_options", "MWEMChoices", "d
            "SUPERSET_ROUNDS_SCALE", "SUPERSET_ROUNDS_POWER", "SUPERSET_MIN_ROUNDS",
            "SUPERSET_SELECT_FRACTION", "ZCDP_SUPERSET_ROUNDS_SCALE",
            "ZCDP_SUPERSET_ROUNDS_POWER", "MAX_SUPERSET_ROUNDS", "AUTO_REUSE_PASSES", "FACTORED_MAX_ROUNDS",
-           "FACTORED_ZCDP_RULE", "DEFAULT_ESTIMATOR"]
+           "DEFAULT_ESTIMATOR"]
 
 #: Most rounds the default rule chooses.
 MAX_DEFAULT_ROUNDS = 25
@@ -136,11 +136,6 @@ NOISE_TEST_ALPHA = 0.01
 #: Most fixed rounds a default run on a factored model (junction tree) chooses, by definition
 #: (and at most the candidates). A dense model's fixed rounds keep ``MAX_DEFAULT_ROUNDS``.
 FACTORED_MAX_ROUNDS: dict[str, int] = {"pure": 25, "zcdp": 25}
-#: How a zCDP default run on a factored model chooses its fixed rounds: ``"ceiling"`` runs
-#: ``min(FACTORED_MAX_ROUNDS["zcdp"], candidates)``; ``"signal"`` runs
-#: :func:`zcdp_superset_rounds`'s power of the signal-to-noise ratio on the smallest
-#: candidate, below that ceiling.
-FACTORED_ZCDP_RULE = "ceiling"
 #: The estimator of a default run when ``estimator`` is not given (``MWEMConfig.estimator``),
 #: by definition and model: ``"passes"`` (reuse passes, and on a factored model up to
 #: ``FINAL_PASSES_FACTORED`` final passes) or ``"final-fit"`` (the passes during the rounds,
@@ -413,11 +408,6 @@ def mwem_with_defaults(
     if undecided:  # measured on dense models only: on adult (junction tree) annealing lost
         adaptive = not fixed_rule and model == "dense" and use_adaptive(rest, float(total))
         fixed = None if adaptive else ceiling
-        if fixed is not None and model != "dense" and FACTORED_ZCDP_RULE == "signal":
-            smallest = float(np.diff(setup.offsets)[setup.candidates].min()
-                             if setup.group_mode else 1.0)
-            fixed = zcdp_superset_rounds(ceiling=fixed, cells=smallest, rho_rounds=rest,
-                                         records=float(total))
         if superset is not None:
             settings, top, per_group = superset
             chosen = zcdp_superset_rounds(ceiling=top, cells=per_group, rho_rounds=rest,
