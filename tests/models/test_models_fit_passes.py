@@ -1,5 +1,6 @@
 """The dense fit over measured marginals (fastmwem.models.fit_passes) against the fit that
-answers and expands group by group, with and without the compiled sweeps."""
+answers and expands group by group, with and without the compiled sweeps; and the junction-tree
+fit's clique-by-clique trie against the same group by group."""
 
 from __future__ import annotations
 
@@ -229,3 +230,36 @@ def test_the_trie_fit_holds_four_histograms_besides_the_state_as_the_plain_fit_d
         tracemalloc.stop()
     assert report.iterations == 20
     assert peak <= 4.3 * state.distribution.nbytes
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_junction_tree_fit_answers_and_expands_clique_by_clique_as_group_by_group(case):
+    # The factored fit reads each clique's measured marginals along one trie of its table:
+    # the same answers and gradient as summing and broadcasting group by group.
+    from fastmwem.models import FactoredState
+    from fastmwem.models.tables import expand
+
+    workload, measured = CASES[case]()
+    state = FactoredState(DOMAIN, TOTAL)
+    fit(state, workload, measured, tolerance=0.0, max_iterations=15)  # away from uniform
+    problem = fit_module._prepare(workload, measured, state.total)
+    model = fit_module._Factored(state, workload, problem.terms)
+    # Cliques holding several measured groups (the shared sums) occur in these cases.
+    assert len(set(model.cliques)) < len(problem.terms) or case in ("repeated", "ranges")
+    answers = model.answers()
+    for term, axes, got in zip(problem.terms, model.axes, answers):
+        want = workload.answer_on_marginal(term.group, state.marginal(axes))
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)
+    coefficients = problem.coefficients(answers)
+    gradient = model.gradient(coefficients)
+    tree = state.tree
+    for cid in set(model.cliques):
+        clique = tree.cliques[cid]
+        want = np.zeros(clique.table.shape)
+        for c, axes, at, (sub, local) in zip(coefficients, model.axes, model.cliques,
+                                             model.subs):
+            if at == cid:
+                table = passes.sub_transpose(sub, local, c).reshape(
+                    [DOMAIN.shape[a] for a in axes])
+                want = want + expand(table, axes, clique.axes)
+        np.testing.assert_allclose(gradient[cid], want, rtol=1e-12, atol=1e-15)

@@ -41,13 +41,12 @@ import numpy as np
 from fastmwem._validation import check_int
 from fastmwem.models.factored import FactoredState
 from fastmwem.models.fit_passes import FLOOR as _FLOOR
-from fastmwem.models.fit_passes import DenseMarginals
+from fastmwem.models.fit_passes import DenseMarginals, MarginalTrie
 from fastmwem.models.fit_passes import inner as _inner
 from fastmwem.models.fit_passes import sub_transpose as _sub_transpose
 from fastmwem.models.state import _MAX_STEP, MWState
-from fastmwem.models.tables import expand
 from fastmwem.workloads.base import LinearWorkload, groups_of_queries
-from fastmwem.workloads.marginals import merged_layout
+from fastmwem.workloads.marginals import Marginals, merged_layout
 
 __all__ = ["FitMeasurement", "FitReport", "Measured", "fit"]
 
@@ -323,7 +322,10 @@ class _Factored:
 
     The tree is kept calibrated between steps (every table its clique's marginal); a step
     multiplies each clique's table by its factor while that clique is the root (so the joint is
-    multiplied by it), then calibrates again.
+    multiplied by it), then calibrates again. The measured groups of a clique are answered
+    along one :class:`~fastmwem.models.fit_passes.MarginalTrie` of its table, and their
+    gradient spread over it by the same trie backwards: equal to answering and broadcasting
+    group by group up to float rounding (the sums are associated differently).
     """
 
     def __init__(self, state: FactoredState, workload: LinearWorkload, terms: list[_Term]
@@ -346,27 +348,43 @@ class _Factored:
         self.order = sorted(set(self.cliques), key=lambda c: rank[c])
         self.subs = [workload.group_on_marginal(t.group, axes)
                      for t, axes in zip(terms, self.axes)]
+        # Groups whose queries are their marginal's cells in C order need no workload call.
+        self.direct = [type(sub) is Marginals and sub.axes == (tuple(range(len(axes))),)
+                       for (sub, _), axes in zip(self.subs, self.axes)]
+        # Per clique, its groups' marginals along one trie of its table's axes: the groups
+        # of a clique share the large partial sums, and the gradient runs the trie backwards.
+        self.members: dict[int, list[int]] = {}
+        for i, cid in enumerate(self.cliques):
+            self.members.setdefault(cid, []).append(i)
+        self.tries = {cid: MarginalTrie(
+            tree.cliques[cid].table.shape,
+            [tuple(tree.cliques[cid].axes.index(a) for a in self.axes[i]) for i in members])
+            for cid, members in self.members.items()}
         self.saved: dict[int, tuple[np.ndarray, int | None]] = {}
 
     def _changed(self) -> None:
         self.state._version += 1
 
     def answers(self) -> list[np.ndarray]:
-        return [np.asarray(self.workload.answer_on_marginal(t.group, self.state.marginal(axes)),
-                           dtype=np.float64) for t, axes in zip(self.terms, self.axes)]
+        tree = self.state.tree
+        tree.calibrate()  # every table its clique's marginal: the groups' marginals are sums
+        out: list[np.ndarray] = [np.empty(0)] * len(self.terms)
+        for cid, members in self.members.items():
+            tables = self.tries[cid].marginals(tree.cliques[cid].table.reshape(-1))
+            for i, table in zip(members, tables):
+                out[i] = table if self.direct[i] else np.asarray(
+                    self.workload.answer_on_marginal(self.terms[i].group, table),
+                    dtype=np.float64)
+        return out
 
     def gradient(self, coefficients: list[np.ndarray]) -> dict[int, np.ndarray]:
         """Per clique, the sum of its measured groups' ``A^T c`` spread over its table."""
-        shape = self.state.domain.shape
         out: dict[int, np.ndarray] = {}
-        for c, axes, cid, (sub, local) in zip(coefficients, self.axes, self.cliques, self.subs):
-            clique = self.state.tree.cliques[cid]
-            table = _sub_transpose(sub, local, c).reshape([shape[a] for a in axes])
-            part = expand(table, axes, clique.axes)
-            if cid in out:
-                out[cid] = out[cid] + part
-            else:
-                out[cid] = np.broadcast_to(part, clique.table.shape).copy()
+        for cid, members in self.members.items():
+            tables = [coefficients[i] if self.direct[i] else
+                      _sub_transpose(*self.subs[i], coefficients[i]) for i in members]
+            out[cid] = self.tries[cid].expand(tables).reshape(
+                self.state.tree.cliques[cid].table.shape)
         return out
 
     def begin(self) -> None:
