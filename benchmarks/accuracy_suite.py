@@ -96,7 +96,11 @@ POLICIES: dict[str, dict[str, dict[str, object]]] = {
                                           "estimator": "final-fit"},
              # on a factored model, as many fixed rounds as the candidates allow, up to 50
              "zcdp-factored50-fit": {"constants": {"FACTORED_MAX_ROUNDS": {"pure": 25,
-                                                                           "zcdp": 50}}}},
+                                                                           "zcdp": 50}}},
+             # cliques of up to 2^20 cells (the default cap is 2^16): large 3-way marginals
+             "zcdp-cap20": {"max_clique_cells": 2**20},
+             "zcdp-factored50-cap20": {"max_clique_cells": 2**20, "constants": {
+                 "FACTORED_MAX_ROUNDS": {"pure": 25, "zcdp": 50}}}},
 }
 ORDERS = ("mean_l1_2way", "mean_l1_3way")
 
