@@ -87,18 +87,19 @@ POLICIES: dict[str, dict[str, dict[str, object]]] = {
     "zcdp": {"zcdp-default": {},
              # the defaults before the weighted final fit on a factored model
              "zcdp-passes": {"constants": {"DEFAULT_ESTIMATOR": _estimators(
-                 zcdp_factored="passes")}},
+                 zcdp_factored="passes"), "FACTORED_MAX_ROUNDS": {"pure": 25, "zcdp": 25}}},
              "zcdp-r25": {"rounds": 25, "estimator": "passes"},
              "zcdp-r50": {"rounds": 50, "estimator": "passes"},
              "zcdp-adaptive": {"rounds": "adaptive", "estimator": "passes"},
              "zcdp-adaptive-finalfit": {"rounds": "adaptive", "estimator": "final-fit"},
              "zcdp-r25-oneway-finalfit": {"rounds": 25, "init": "one-way",
                                           "estimator": "final-fit"},
-             # on a factored model, as many fixed rounds as the candidates allow, up to 50
-             "zcdp-factored50-fit": {"constants": {"FACTORED_MAX_ROUNDS": {"pure": 25,
-                                                                           "zcdp": 50}}},
+             # the defaults before up to 50 rounds on a factored model: up to 25
+             "zcdp-factored25-fit": {"constants": {"FACTORED_MAX_ROUNDS": {"pure": 25,
+                                                                           "zcdp": 25}}},
              # cliques of up to 2^20 cells (the default cap is 2^16): large 3-way marginals
-             "zcdp-cap20": {"max_clique_cells": 2**20},
+             "zcdp-cap20": {"max_clique_cells": 2**20, "constants": {
+                 "FACTORED_MAX_ROUNDS": {"pure": 25, "zcdp": 25}}},
              "zcdp-factored50-cap20": {"max_clique_cells": 2**20, "constants": {
                  "FACTORED_MAX_ROUNDS": {"pure": 25, "zcdp": 50}}}},
 }
