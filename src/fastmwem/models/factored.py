@@ -96,6 +96,8 @@ class FactoredState:
         self._marginals_version = 0
         self._plans: dict[tuple[int, ...], tuple[tuple[int, ...], Plan]] = {}
         self._structure = 0
+        self._holders: dict[tuple[int, ...], int] = {}  # clique ids while _structure holds
+        self._holders_of = 0
         self._subs: dict[tuple[int, tuple[int, ...]], tuple[LinearWorkload, int]] = {}
         self._subs_of: object = None
         self._axes: dict[int, tuple[int, ...]] = {}
@@ -200,9 +202,18 @@ class FactoredState:
 
     def _clique_for(self, axes: tuple[int, ...]) -> int:
         """The clique holding ``axes``, absorbing them first if needed (within the cap)."""
+        # Reuse passes ask for the same few groups' cliques thousands of times; the answer
+        # depends only on the structure, which changes only by an absorption below.
+        if self._holders_of != self._structure:
+            self._holders.clear()
+            self._holders_of = self._structure
+        cid = self._holders.get(axes)
+        if cid is not None:
+            return cid
         plan = self.plan(axes)
         if plan.covered:
-            return self.tree.holder(axes)
+            cid = self._holders[axes] = self.tree.holder(axes)
+            return cid
         if plan.largest > self.max_clique_cells:
             names = [self.domain.attributes[a] for a in axes]
             raise ValueError(

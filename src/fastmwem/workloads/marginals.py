@@ -107,6 +107,10 @@ class Marginals(LinearWorkload):
     def group_offsets(self) -> np.ndarray:
         return self._offsets
 
+    def _size(self, group: int) -> int:
+        """Cells of ``group``'s marginal (MW updates ask on every call: no array of sizes)."""
+        return int(self._offsets[group + 1] - self._offsets[group])
+
     @property
     def query_sensitivity(self) -> float:
         return 1.0
@@ -139,8 +143,8 @@ class Marginals(LinearWorkload):
         # The group's queries are the cells of its marginal, in the same (C) order.
         g = check_int(group, "group", minimum=0, maximum=self.n_groups - 1)
         out = np.array(marginal, dtype=np.float64).reshape(-1)
-        if out.size != int(self.group_sizes()[g]):
-            raise ValueError(f"marginal must have {int(self.group_sizes()[g])} cells, got {out.size}")
+        if out.size != self._size(g):
+            raise ValueError(f"marginal must have {self._size(g)} cells, got {out.size}")
         return out
 
     # -- answers -----------------------------------------------------------------------------
@@ -149,7 +153,7 @@ class Marginals(LinearWorkload):
         hist = flat_histogram(histogram, self.domain)
         index = self._cell_index(g)
         if index is not None:
-            return np.bincount(index, weights=hist, minlength=int(self.group_sizes()[g]))
+            return np.bincount(index, weights=hist, minlength=self._size(g))
         merged, kept = self._layouts[g]
         other = tuple(i for i in range(len(merged)) if i not in kept)
         return hist.reshape(merged).sum(axis=other).reshape(-1)
@@ -255,7 +259,7 @@ class Marginals(LinearWorkload):
     def multiply_group(self, histogram: np.ndarray, group: int, log_factors: np.ndarray) -> None:
         g = check_int(group, "group", minimum=0, maximum=self.n_groups - 1)
         flat = check_inplace_histogram(histogram, self.domain)
-        factors = np.exp(check_log_factors(log_factors, int(self.group_sizes()[g])))
+        factors = np.exp(check_log_factors(log_factors, self._size(g)))
         merged, _ = self._layouts[g]
         view = flat.reshape(merged)
         view *= self._broadcastable(g, factors)
