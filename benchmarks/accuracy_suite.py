@@ -80,10 +80,7 @@ POLICIES: dict[str, dict[str, dict[str, object]]] = {
              "pure-adaptive-finalfit": {"rounds": "adaptive", "estimator": "final-fit"},
              # the weighted final fit on a factored model only
              "pure-factored-fit": {"constants": {"DEFAULT_ESTIMATOR": _estimators(
-                 pure_dense="passes")}},
-             # on a factored model, as many fixed rounds as the candidates allow, up to 50
-             "pure-factored50-fit": {"constants": {"FACTORED_MAX_ROUNDS": {"pure": 50,
-                                                                           "zcdp": 25}}}},
+                 pure_dense="passes")}}},
     "zcdp": {"zcdp-default": {},
              # the defaults before the weighted final fit on a factored model
              "zcdp-passes": {"constants": {"DEFAULT_ESTIMATOR": _estimators(
