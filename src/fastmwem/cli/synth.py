@@ -107,7 +107,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                              "until the budget is spent) or 'fixed' (the default's rules "
                              "without annealing). Default: with --privacy zcdp, "
                              "adaptive when the budget is large next to the records (see "
-                             "docs/mwem.md), else 25; with pure DP superset rounds when the "
+                             "docs/mwem.md), else 25 (up to 50 on a junction tree); with pure "
+                             "DP superset rounds when the "
                              "noisy record count allows enough of them, else adaptive "
                              "(see docs/mwem.md). A --rounds above the "
                              "number of candidate groups is an error")
