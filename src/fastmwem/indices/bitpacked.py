@@ -281,9 +281,17 @@ class BitPackedIndex(ExactScanIndex):
         total = self._n + packed.shape[0]
         n_words = self._words.shape[1]
         missing = -(-total // BLOCK) - self._words.shape[0]
-        if missing > 0:
+        if missing > 0 and not self._words.shape[0]:  # the first keys: no copy of nothing
+            self._words = np.zeros((missing, n_words, BLOCK), dtype=np.uint64)
+        elif missing > 0:
             self._words = np.concatenate(
                 [self._words, np.zeros((missing, n_words, BLOCK), dtype=np.uint64)])
+        if self._kernels is not None:
+            # One compiled pass: the words and the popcounts of every key as it goes by.
+            pop = self._kernels.fill_words(np.ascontiguousarray(packed), self._words, self._n)
+            self._max_popcount = max(self._max_popcount, pop)
+            self._n = total
+            return
         rows = np.zeros((BLOCK, 8 * n_words), dtype=np.uint8)
         start = 0
         while start < packed.shape[0]:
