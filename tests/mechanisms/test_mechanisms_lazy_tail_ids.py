@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fastmwem.mechanisms.lazy import _distinct_ids
+from fastmwem.mechanisms._lazy_draws import _distinct_ids
 
 
 def _one_by_one(generator: np.random.Generator, n: int, forbidden: np.ndarray,

@@ -43,7 +43,7 @@ else:
     AVAILABLE = True
 
 __all__ = ["AVAILABLE", "PLANES", "WIDE_PLANES", "bit_planes", "scan", "top_candidates", "exact_scores",
-           "key_rows", "fill_words", "default_threads"]
+           "key_rows", "default_threads"]
 
 #: Bits of the quantised query in the compiled scan. Each plane costs a popcount per key word;
 #: fewer planes widen the rounding window (at |X| = 256, m = 10^6, k = 1415: about 2,500 keys to
@@ -372,26 +372,6 @@ def _sums(rows: np.ndarray, tables: np.ndarray,  # pragma: no cover - compiled
                 acc[i] += table[(rows[s + i, j >> 3] >> shift) & np.uint64(0xFF)]
 
 
-def _fill(packed: np.ndarray, words: np.ndarray, first: int) -> int:  # pragma: no cover
-    """Keys ``first .. first + len(packed) - 1`` from their packed bytes into ``words`` (byte
-    ``8 w + i`` of a key is byte ``i`` of its word ``w``, little-endian); returns the largest
-    popcount among them."""
-    width = words.shape[2]
-    n_bytes = packed.shape[1]
-    top = 0
-    for i in range(packed.shape[0]):
-        b, r = (first + i) // width, (first + i) % width
-        count = 0
-        for w in range(words.shape[1]):
-            word = np.uint64(0)
-            for j in range(min(8, n_bytes - 8 * w)):
-                word |= np.uint64(packed[i, 8 * w + j]) << np.uint64(8 * j)
-            words[b, w, r] = word
-            count += _popcount(word)  # type: ignore[call-arg]
-        top = max(top, count)
-    return top
-
-
 def _renamed(func: _F, suffix: str, names: dict[str, Any] | None = None) -> _F:
     """``func`` under another name (and with ``names`` as its globals, if given). Numba's
     on-disk cache files a compiled function by its name and bytecode, not by its options nor its
@@ -452,7 +432,6 @@ if AVAILABLE:
     _planes = _jit(_planes)
     _gather = _jit(_gather)
     _sums = _jit(_sums)
-    _fill = _jit(_fill)
     # The kernels that score keys, once per plane count (the shared ones above come first: the
     # copies of the module's names taken by _plane_kernels must hold them compiled).
     _first1, _first2, _first3, _first4, _add4 = _passes(PLANES)
@@ -609,12 +588,6 @@ def key_rows(words: np.ndarray, ids: np.ndarray) -> np.ndarray:
     rows = np.empty((ids.size, words.shape[1]), dtype=np.uint64)
     _gather(words, ids, rows)
     return rows
-
-
-def fill_words(packed: np.ndarray, words: np.ndarray, first: int) -> int:
-    """Write the keys ``packed`` (rows of ``np.packbits`` bytes) into ``words`` from key
-    ``first`` on; return their largest popcount."""
-    return int(_fill(packed, words, first))
 
 
 def default_threads() -> int:

@@ -47,6 +47,13 @@ def _numba_kernels() -> ModuleType | None:
     return _bitkernels_numba if _bitkernels_numba.AVAILABLE else None
 
 
+def _numba_exact() -> ModuleType:
+    # Loaded with the kernels above, when numba is installed.
+    from fastmwem.indices import _bitexact_numba
+
+    return _bitexact_numba
+
+
 def numba_available() -> bool:
     """Whether the compiled kernels can be used (``pip install "fastmwem[numba]"``)."""
     return _numba_kernels() is not None
@@ -212,6 +219,7 @@ class BitPackedIndex(ExactScanIndex):
         self.backend = "numba" if kernels is not None else "numpy"
         self.threads = threads
         self._kernels = kernels
+        self._exact_kernels = _numba_exact() if kernels is not None else None
         self._n_bytes = -(-self.dimension // 8)
         # words[b, w, r] = word w (packed bytes 8w .. 8w + 7, little-endian) of key b * BLOCK + r
         self._words = np.zeros((0, -(-self._n_bytes // 8), BLOCK), dtype=np.uint64)
@@ -286,9 +294,10 @@ class BitPackedIndex(ExactScanIndex):
         elif missing > 0:
             self._words = np.concatenate(
                 [self._words, np.zeros((missing, n_words, BLOCK), dtype=np.uint64)])
-        if self._kernels is not None:
+        if self._exact_kernels is not None:
             # One compiled pass: the words and the popcounts of every key as it goes by.
-            pop = self._kernels.fill_words(np.ascontiguousarray(packed), self._words, self._n)
+            pop = self._exact_kernels.fill_words(np.ascontiguousarray(packed), self._words,
+                                                 self._n)
             self._max_popcount = max(self._max_popcount, pop)
             self._n = total
             return
@@ -369,6 +378,9 @@ class BitPackedIndex(ExactScanIndex):
         if rescanned >= 0:
             self.second_looks += 1
             self.rescanned_keys += rescanned
+        if self._exact_kernels is not None:  # the steps below in one compiled call
+            return self._exact_kernels.window_top(self._words, ids, approx, k, window,
+                                                  self._tables(v), absolute)
         kth = np.partition(approx, approx.size - k)[approx.size - k]
         ids = ids[approx >= kth - window]
         exact = self._exact(ids, v)
@@ -381,15 +393,17 @@ class BitPackedIndex(ExactScanIndex):
         last = self._last_tables
         if last is not None and last[0] == key:
             return last[1]
-        tables = _byte_tables(self._padded(v)).reshape(self.n_bytes, 256)
+        if self._exact_kernels is not None:
+            tables = self._exact_kernels.byte_tables(v, self.n_bytes)
+        else:
+            tables = _byte_tables(self._padded(v)).reshape(self.n_bytes, 256)
         self._last_tables = (key, tables)
         return tables
 
     def _exact(self, ids: np.ndarray, v: np.ndarray) -> np.ndarray:
-        if self._kernels is None:
+        if self._exact_kernels is None:
             return _numpy_sums(_numpy_rows(self._words, ids), self._tables(v))
-        return self._kernels.exact_scores(self._kernels.key_rows(self._words, ids),
-                                          self._tables(v))
+        return self._exact_kernels.rescore(self._words, ids, self._tables(v))
 
     def _payload(self) -> dict[str, np.ndarray]:
         return {"packed": self.packed}

@@ -190,6 +190,11 @@ def _closed(available: np.ndarray) -> np.ndarray:
     mask = np.asarray(available)
     if mask.dtype != np.bool_ or mask.ndim != 1 or not mask.flags.c_contiguous:
         return np.empty(0, dtype=np.intp) if mask.all() else np.flatnonzero(~mask)
+    from fastmwem.mechanisms._lazy_draws import _tail_kernels
+
+    kernels = _tail_kernels()
+    if kernels is not None:  # one compiled pass
+        return kernels.false_positions(mask)
     whole = mask.size - mask.size % 8
     words = np.flatnonzero(mask[:whole].view(np.uint64) != _OPEN_WORD)
     near = (8 * words[:, None] + np.arange(8)).reshape(-1)
