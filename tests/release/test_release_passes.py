@@ -77,3 +77,74 @@ def test_single_query_mwem_is_unchanged_by_the_compiled_passes(monkeypatch):
     slow = mwem(dataset, workload, rng=np.random.default_rng(9), **options)
     assert fast.selected == slow.selected
     np.testing.assert_allclose(fast.histogram, slow.histogram, rtol=1e-8, atol=1e-9)
+
+
+def _dense_loop(p, rows, targets, s, passes, tolerance, scratch):
+    """The compiled loop before it summed answers over nonzero cells only."""
+    n_rows, n_cells = rows.shape
+    for done in range(1, passes + 1):
+        for j in range(n_cells):
+            scratch[j] = p[j]
+        for i in range(n_rows):
+            current = 0.0
+            for j in range(n_cells):
+                current += rows[i, j] * p[j]
+            step = (targets[i] - current) / (2.0 * s * s)
+            unit = np.exp(step)  # the factor of a cell with q(x) = 1, the common case
+            mass = 0.0
+            for j in range(n_cells):
+                value = rows[i, j]
+                if value == 1.0:
+                    p[j] *= unit
+                elif value != 0.0:
+                    p[j] *= np.exp(step * value)
+                mass += p[j]
+            for j in range(n_cells):
+                p[j] /= mass
+        if tolerance > 0:
+            moved = 0.0
+            for j in range(n_cells):
+                moved += abs(p[j] - scratch[j])
+            if moved < tolerance:
+                return done
+    return passes
+
+
+def test_the_compiled_passes_sum_the_answers_of_the_dense_loop_bit_for_bit():
+    """The answer <q, p> is summed over the query's nonzero cells only; the passes must give
+    the dense loop's bits, for 0/1 rows and for rows with other values and zeros."""
+    kernel = _passes._kernel()
+    if kernel is None:
+        pytest.skip("numba is not installed (pip install 'fastmwem[numba]')")
+    from numba import njit
+
+    dense = njit(_dense_loop)
+    rng = np.random.default_rng(12)
+    for case in range(12):
+        cells, n_rows = int(rng.integers(2, 300)), int(rng.integers(1, 40))
+        rows = (rng.random((n_rows, cells)) < rng.uniform(0.05, 0.95)).astype(np.float64)
+        if case % 3 == 1:  # other values than 1, and a row of zeros
+            rows *= rng.choice([1.0, 0.5, -1.0, 2.0], size=rows.shape)
+            rows[0] = 0.0
+        s = float(np.abs(rows).max()) or 1.0
+        start = rng.dirichlet(np.full(cells, 0.3))
+        targets = np.clip(rows @ rng.dirichlet(np.ones(cells)) + rng.normal(size=n_rows) * 0.05,
+                          -s, s)
+        tolerance = 0.0 if case % 2 else 1e-6
+        want, got = start.copy(), start.copy()
+        done_want = dense(want, rows, targets, s, 9, tolerance, np.empty(cells))
+        done_got = kernel(got, rows, targets, s, 9, tolerance, np.empty(cells))
+        assert done_got == done_want
+        assert got.tobytes() == want.tobytes()
+
+
+def test_the_measured_rows_table_grows_as_a_stack_of_the_rows():
+    from fastmwem.release.mwem.rounds import QueryRows
+
+    rows, table = [], QueryRows()
+    rng = np.random.default_rng(3)
+    for _ in range(40):
+        rows.append((rng.random(30) < 0.5).astype(np.float64))
+        table.add(rows[-1])
+        np.testing.assert_array_equal(table.table, np.stack(rows))
+        assert table.table.flags.c_contiguous
