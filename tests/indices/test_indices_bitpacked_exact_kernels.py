@@ -85,3 +85,25 @@ def test_the_compiled_window_is_the_array_windows():
         got = _exact().window_top(index._words, ids, approx, k, window, tables, True)
         np.testing.assert_array_equal(got[0], want[0])
         np.testing.assert_array_equal(got[1], want[1])
+
+
+def test_searches_that_reuse_the_working_arrays_find_what_fresh_ones_do():
+    """One index keeps its search buffers between searches (any k, either sign, wide planes);
+    every search must equal the same search on an index that never searched before."""
+    rng = np.random.default_rng(8)
+    keys = rng.random((9 * 4096 + 77, 64)) < 0.5
+    index = BitPackedIndex(64, backend="numba", progress=False)
+    index.add(keys)
+    for trial in range(12):
+        v = rng.normal(size=64) * 10
+        if trial % 4 == 3:
+            v[0] = 1e6  # a dominant cell: the wide planes
+        k = int(rng.choice([1, 5, 300, 2000]))
+        fresh = BitPackedIndex(64, backend="numba", progress=False)
+        fresh.add(keys)
+        search = "search_abs" if trial % 2 else "search"
+        want = getattr(fresh, search)(v[None, :], k)
+        got = getattr(index, search)(v[None, :], k)
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])
+    assert index._buffers  # kept

@@ -226,6 +226,7 @@ class BitPackedIndex(ExactScanIndex):
         self._n = 0
         self._max_popcount = 0
         self._last_tables: tuple[bytes, np.ndarray] | None = None
+        self._buffers: dict[str, np.ndarray] | None = {}
         #: Compiled searches (one pass over the keys each), those that took a second look at
         #: some sub-blocks, and the keys those rescanned (diagnostics for tests and benchmarks).
         self.searches = 0
@@ -370,9 +371,15 @@ class BitPackedIndex(ExactScanIndex):
         if self._kernels is None or k >= self._n:
             return super()._top(v, k, absolute)
         planes, window = self._planes(v)
-        ids, approx, rescanned = self._kernels.top_candidates(self._words, planes, self._n,
-                                                              absolute, k, window,
-                                                              self._threads())
+        # The search's working arrays, kept for the next one; a search running meanwhile on
+        # another thread finds none and makes its own.
+        buffers = self._buffers if self._buffers is not None else {}
+        self._buffers = None
+        try:
+            ids, approx, rescanned = self._kernels.top_candidates(
+                self._words, planes, self._n, absolute, k, window, self._threads(), buffers)
+        finally:
+            self._buffers = buffers
         self.searches += 1
         self.wide_searches += planes.shape[1] != self._numba().PLANES
         if rescanned >= 0:

@@ -29,20 +29,25 @@ def _fit_loop(p: np.ndarray, rows: np.ndarray, targets: np.ndarray,  # pragma: n
     # cell's term is +0.0 (p is finite and >= 0), and adding +0.0 leaves a sum that started at
     # +0.0 unchanged (it is never -0.0), so the sum is the full loop's, bit for bit, at half the
     # additions of a counting query. Those additions wait on each other: they set the pace.
-    cells = np.empty((n_rows, n_cells), np.int64)
-    sizes = np.zeros(n_rows, np.int64)
+    starts = np.zeros(n_rows + 1, np.int64)
     for i in range(n_rows):
+        starts[i + 1] = starts[i]
+        for j in range(n_cells):
+            starts[i + 1] += rows[i, j] != 0.0
+    cells = np.empty(starts[n_rows], np.int32)  # a dense state has at most 2^26 cells
+    for i in range(n_rows):
+        c = starts[i]
         for j in range(n_cells):
             if rows[i, j] != 0.0:
-                cells[i, sizes[i]] = j
-                sizes[i] += 1
+                cells[c] = j
+                c += 1
     for done in range(1, passes + 1):
         for j in range(n_cells):
             scratch[j] = p[j]
         for i in range(n_rows):
             current = 0.0
-            for c in range(sizes[i]):
-                j = cells[i, c]
+            for c in range(starts[i], starts[i + 1]):
+                j = cells[c]
                 current += rows[i, j] * p[j]
             step = (targets[i] - current) / (2.0 * s * s)
             unit = np.exp(step)  # the factor of a cell with q(x) = 1, the common case
