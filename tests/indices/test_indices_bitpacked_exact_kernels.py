@@ -85,6 +85,7 @@ def test_the_compiled_window_is_the_array_windows():
         got = _exact().window_top(index._words, ids, approx, k, window, tables, True)
         np.testing.assert_array_equal(got[0], want[0])
         np.testing.assert_array_equal(got[1], want[1])
+        assert got[2] == kept.size
 
 
 def test_searches_that_reuse_the_working_arrays_find_what_fresh_ones_do():

@@ -171,12 +171,13 @@ def rescore(words: np.ndarray, ids: np.ndarray, tables: np.ndarray) -> np.ndarra
 
 
 def window_top(words: np.ndarray, ids: np.ndarray, approx: np.ndarray, k: int, window: int,
-               tables: np.ndarray, absolute: bool) -> tuple[np.ndarray, np.ndarray]:
+               tables: np.ndarray, absolute: bool) -> tuple[np.ndarray, np.ndarray, int]:
     """The exact top-``k`` (scores, ids), best first with ties by id, of the distinct
     candidates ``ids`` given their integer scores ``approx`` (``k <= len(ids)``): those within
-    ``window`` of the k-th best integer score, rescored in float64."""
+    ``window`` of the k-th best integer score, rescored in float64; and how many those were."""
     kept = _window(ids, approx, k, window)
-    return best(kept, rescore(words, kept, tables), k, absolute)
+    scores, top = best(kept, rescore(words, kept, tables), k, absolute)
+    return scores, top, kept.size
 
 
 def best(ids: np.ndarray, scores: np.ndarray, k: int, absolute: bool

@@ -494,7 +494,7 @@ def top_candidates(words: np.ndarray, planes: np.ndarray, n: int, absolute: bool
                         else (_top_serial_wide, _top_parallel_wide))
     start = _threaded(serial, parallel, chunks, n_blocks, words, planes, n, absolute,
                       k, window, rank, sample, maxima, ids, values, counts)
-    if np.all(counts >= 0):
+    if np.all(counts >= 0):  # copies: the buffers are the next search's
         ids_found = np.concatenate([ids[t, :counts[t]] for t in range(chunks)])
         values_found = np.concatenate([values[t, :counts[t]] for t in range(chunks)])
         if not sample.size or _guess_holds(values_found, k, window, start):

@@ -234,6 +234,8 @@ class BitPackedIndex(ExactScanIndex):
         self.rescanned_keys = 0
         #: Planes of the last compiled search or scan, and the searches that used the wide ones.
         self.last_planes = 0
+        #: Keys the last compiled search rescored exactly (those within its window).
+        self.last_rescored = 0
         self.wide_searches = 0
 
     @property
@@ -386,10 +388,12 @@ class BitPackedIndex(ExactScanIndex):
             self.second_looks += 1
             self.rescanned_keys += rescanned
         if self._exact_kernels is not None:  # the steps below in one compiled call
-            return self._exact_kernels.window_top(self._words, ids, approx, k, window,
-                                                  self._tables(v), absolute)
+            scores, top, self.last_rescored = self._exact_kernels.window_top(
+                self._words, ids, approx, k, window, self._tables(v), absolute)
+            return scores, top
         kth = np.partition(approx, approx.size - k)[approx.size - k]
         ids = ids[approx >= kth - window]
+        self.last_rescored = ids.size
         exact = self._exact(ids, v)
         return best_k(ids, exact, k, key=np.abs(exact) if absolute else None)
 
