@@ -111,10 +111,10 @@ def _dense_loop(p, rows, targets, s, passes, tolerance, scratch):
 
 
 def test_the_compiled_passes_sum_the_answers_of_the_dense_loop_bit_for_bit():
-    """The answer <q, p> is summed over the query's nonzero cells only; the passes must give
-    the dense loop's bits, for 0/1 rows and for rows with other values and zeros."""
-    kernel = _passes._kernel()
-    if kernel is None:
+    """The passes read the rows by their nonzero cells (the answer <q, p> summed over those,
+    the factors applied to those); they must give the dense loop's bits, for 0/1 rows and for
+    rows with other values and rows of zeros."""
+    if _passes._kernel() is None:
         pytest.skip("numba is not installed (pip install 'fastmwem[numba]')")
     from numba import njit
 
@@ -133,18 +133,42 @@ def test_the_compiled_passes_sum_the_answers_of_the_dense_loop_bit_for_bit():
         tolerance = 0.0 if case % 2 else 1e-6
         want, got = start.copy(), start.copy()
         done_want = dense(want, rows, targets, s, 9, tolerance, np.empty(cells))
-        done_got = kernel(got, rows, targets, s, 9, tolerance, np.empty(cells))
+        done_got = _passes.fit_queries(got, rows, targets, s, 9, tolerance)
         assert done_got == done_want
         assert got.tobytes() == want.tobytes()
 
 
-def test_the_measured_rows_table_grows_as_a_stack_of_the_rows():
-    from fastmwem.release.mwem.rounds import QueryRows
-
-    rows, table = [], QueryRows()
+def test_sparse_rows_added_one_at_a_time_hold_the_rows():
+    rows, sparse = [], _passes.SparseRows()
     rng = np.random.default_rng(3)
-    for _ in range(40):
-        rows.append((rng.random(30) < 0.5).astype(np.float64))
-        table.add(rows[-1])
-        np.testing.assert_array_equal(table.table, np.stack(rows))
-        assert table.table.flags.c_contiguous
+    for i in range(300):
+        row = (rng.random(30) < 0.5) * rng.choice([1.0, -0.5, 2.0], size=30)
+        if i % 3 == 0:  # a counting query
+            row = (row != 0.0).astype(np.float64)
+        if i % 7 == 0:
+            row[:] = 0.0
+        rows.append(row)
+        sparse.add(row)
+        assert len(sparse) == len(rows)
+        np.testing.assert_array_equal(sparse.dense(30), np.stack(rows))
+    cells, starts, values, ones, binary = sparse.arrays()
+    assert cells.dtype == np.int32 and starts[-1] == cells.size == values.size
+    dense = np.stack(rows)
+    bits = (ones[:, :, None] >> np.arange(64, dtype=np.uint64)) & np.uint64(1)
+    np.testing.assert_array_equal(bits.reshape(len(rows), -1)[:, :30], dense == 1.0)
+    np.testing.assert_array_equal(binary, np.all((dense == 0.0) | (dense == 1.0), axis=1))
+
+
+@pytest.mark.parametrize("backend", ["compiled", "numpy"])
+def test_sparse_and_dense_rows_fit_alike(backend, monkeypatch):
+    if backend == "numpy":
+        monkeypatch.setattr(_passes, "_kernel", lambda: None)
+    elif _passes._kernel() is None:
+        pytest.skip("numba is not installed (pip install 'fastmwem[numba]')")
+    domain, workload, queries, measured, start = _setup(seed=4)
+    rows = np.stack([workload.row(int(q)) for q in queries])
+    targets = clipped_targets(measured, 1.0, True, 1000.0)
+    dense, sparse = start.copy(), start.copy()
+    _passes.fit_queries(dense, rows, targets, 1.0, 6, 0.0)
+    _passes.fit_queries(sparse, _passes.SparseRows.of(rows), targets, 1.0, 6, 0.0)
+    assert sparse.tobytes() == dense.tobytes()

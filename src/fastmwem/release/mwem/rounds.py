@@ -28,7 +28,7 @@ from fastmwem.data.domain import Domain
 from fastmwem.models.factored import FactoredState
 from fastmwem.models.fit import FitMeasurement, fit
 from fastmwem.models.marginal_passes import fit_marginals
-from fastmwem.models.passes import fit_queries
+from fastmwem.models.passes import SparseRows, fit_queries
 from fastmwem.models.state import (
     MAX_RECORDS,
     MWState,
@@ -81,29 +81,6 @@ class Measurement:
     std: float = 1.0
 
 
-class QueryRows:
-    """The rows of the measured single queries, each gathered once, in one growing table (the
-    compiled reuse passes read them every round; stacking a list of rows anew copied them)."""
-
-    def __init__(self) -> None:
-        self._table = np.empty((0, 0))
-        self.count = 0
-
-    def add(self, row: np.ndarray) -> None:
-        if self.count == self._table.shape[0]:
-            grown = np.empty((max(16, 2 * self.count), row.size))
-            if self.count:
-                grown[:self.count] = self._table
-            self._table = grown
-        self._table[self.count] = row
-        self.count += 1
-
-    @property
-    def table(self) -> np.ndarray:
-        """The rows so far, one per measurement (a C-contiguous view)."""
-        return self._table[:self.count]
-
-
 @dataclass
 class Run:
     """The mutable part of a run: the state and its measurements.
@@ -122,7 +99,7 @@ class Run:
     updating: bool = True
     step: float = 1.0
     weighted: bool = False
-    rows: QueryRows = field(default_factory=lambda: QueryRows())
+    rows: SparseRows = field(default_factory=SparseRows)
 
 
 def start_state(private: PrivateView, domain: Domain, config: MWEMConfig, model: str,
@@ -365,7 +342,8 @@ def _compiled_passes(run: Run, passes: int) -> bool:
 def _reuse_queries(run: Run, workload: LinearWorkload, passes: int, tolerance: float) -> int:
     """The reuse passes over single measured queries by
     :func:`~fastmwem.models.passes.fit_queries`: the steps of :func:`update`, in its order."""
-    for m in run.measurements[run.rows.count:]:
+    # each measured query's row is gathered once, by its nonzero cells
+    for m in run.measurements[len(run.rows):]:
         run.rows.add(workload.row(m.queries.start))
     state = run.state
     if not isinstance(state, MWState):  # _compiled_passes admits only a dense state
@@ -373,7 +351,7 @@ def _reuse_queries(run: Run, workload: LinearWorkload, passes: int, tolerance: f
     s = float(workload.query_sensitivity)
     targets = clipped_targets(np.concatenate([m.values for m in run.measurements]), s,
                               bool(getattr(workload, "nonnegative_queries", False)), state.total)
-    return fit_queries(state.distribution, run.rows.table, targets, s,
+    return fit_queries(state.distribution, run.rows, targets, s,
                        passes, tolerance)
 
 
