@@ -183,7 +183,7 @@ def window_top(words: np.ndarray, ids: np.ndarray, approx: np.ndarray, k: int, w
 def best(ids: np.ndarray, scores: np.ndarray, k: int, absolute: bool
          ) -> tuple[np.ndarray, np.ndarray]:
     """``indices._topk.best_k(ids, scores, k, key=|scores| if absolute)`` for distinct ids."""
-    return _best(ids, scores, k, absolute)  # type: ignore[no-any-return]
+    return _best(ids, scores, k, absolute)
 
 
 def fill_words(packed: np.ndarray, words: np.ndarray, first: int) -> int:

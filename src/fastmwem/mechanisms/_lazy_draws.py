@@ -117,7 +117,7 @@ def _noisy_best(scores: np.ndarray, scale: float, top: float, gumbels: np.ndarra
     and the smallest log-weight."""
     kernels = _tail_kernels() if math.isfinite(scale) else None
     if kernels is not None:
-        return kernels.noisy_best(scores, scale, top, gumbels)  # type: ignore[no-any-return]
+        return kernels.noisy_best(scores, scale, top, gumbels)
     y = _log_weights(scores, scale, top)
     noisy = y + gumbels
     winner = int(np.argmax(noisy))

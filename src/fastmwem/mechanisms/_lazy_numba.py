@@ -191,4 +191,4 @@ def false_positions(mask: np.ndarray) -> np.ndarray:
     """``np.flatnonzero(~mask)`` of a C-contiguous 1-D boolean ``mask``, read 8 entries at a
     time (most are True, and whole words of True are passed over)."""
     whole = mask.size - mask.size % 8
-    return _false_positions(mask[:whole].view(np.uint64), mask.view(np.uint8))  # type: ignore[no-any-return]
+    return _false_positions(mask[:whole].view(np.uint64), mask.view(np.uint8))
