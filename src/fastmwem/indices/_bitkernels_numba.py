@@ -21,6 +21,7 @@ numba the module still imports (``AVAILABLE`` is False) and is not used.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from functools import partial
 from types import FunctionType
@@ -458,8 +459,7 @@ def top_candidates(words: np.ndarray, planes: np.ndarray, n: int, absolute: bool
 
     ``buffers`` (a dict the caller keeps between searches, used by one search at a time) holds
     the working arrays for the next search: a search writes every entry it reads, and fresh
-    arrays of this size cost more in page faults than the scan spends on them (about a
-    megabyte each search, a tenth of its time).
+    arrays (about a megabyte at ``m = 10^6``) cost page faults at every search.
 
     One pass over the keys. Each thread takes blocks from a shared counter and keeps the keys
     within ``window`` of the k-th best score seen so far (by it or, through a shared threshold,
@@ -510,11 +510,14 @@ def top_candidates(words: np.ndarray, planes: np.ndarray, n: int, absolute: bool
 
 
 def _buffer(kept: dict[str, np.ndarray], name: str, shape: tuple[int, ...]) -> np.ndarray:
-    """An int64 array of ``shape`` (contents undefined), the one kept under ``name`` if it fits."""
+    """A C-contiguous int64 array of ``shape`` (contents undefined): the start of the one kept
+    under ``name`` if that is long enough, else of a new one with room to grow (a lazy round
+    asks for one more key each round: the top set and the excluded queries)."""
+    size = math.prod(shape)
     arr = kept.get(name)
-    if arr is None or arr.shape != shape:
-        arr = kept[name] = np.empty(shape, dtype=np.int64)
-    return arr
+    if arr is None or arr.size < size:
+        arr = kept[name] = np.empty(size + size // 4, dtype=np.int64)
+    return arr[:size].reshape(shape)
 
 
 def _second_look(words: np.ndarray, planes: np.ndarray, n: int, absolute: bool, k: int,
