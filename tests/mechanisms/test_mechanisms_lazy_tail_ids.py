@@ -3,7 +3,8 @@
 ``_distinct_ids`` accepts, batch by batch, each drawn id not forbidden and not accepted before,
 in draw order (a uniform ordered sample without replacement). It used to do so in a Python loop
 over the draws (milliseconds for the thousand tail ids of a flat law); it now does it in array
-operations, and must accept exactly the same ids from the same generator.
+operations, or with numba against a hash set, and must accept exactly the same ids from the same
+generator either way.
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fastmwem.mechanisms.lazy import _distinct_ids
+from fastmwem.mechanisms import _lazy_draws
+from fastmwem.mechanisms._lazy_draws import _distinct_ids
 
 
 def _one_by_one(generator: np.random.Generator, n: int, forbidden: np.ndarray,
@@ -30,9 +32,19 @@ def _one_by_one(generator: np.random.Generator, n: int, forbidden: np.ndarray,
     return np.fromiter(chosen, dtype=np.int64, count=t)
 
 
+@pytest.fixture(params=["compiled", "numpy"])
+def path(request, monkeypatch):
+    """Each test runs with the compiled acceptance (numba) and with the array version."""
+    if request.param == "numpy":
+        monkeypatch.setattr(_lazy_draws, "_kernels", None)
+    elif _lazy_draws._tail_kernels() is None:
+        pytest.skip("numba is not installed")
+    return request.param
+
+
 @pytest.mark.parametrize("n, n_forbidden, t", [(10**6, 1000, 1500), (50, 5, 17), (200, 0, 90),
                                                (1000, 400, 99), (7, 0, 1)])
-def test_tail_ids_are_the_one_by_one_pass(n, n_forbidden, t):
+def test_tail_ids_are_the_one_by_one_pass(n, n_forbidden, t, path):
     for seed in range(5):
         setup = np.random.default_rng(seed)
         forbidden = np.sort(setup.choice(n, size=n_forbidden, replace=False)).astype(np.int64)
@@ -42,7 +54,7 @@ def test_tail_ids_are_the_one_by_one_pass(n, n_forbidden, t):
         assert np.unique(got).size == t and not np.isin(got, forbidden).any()
 
 
-def test_many_repeats_in_a_small_range():
+def test_many_repeats_in_a_small_range(path):
     # Half the range: batches full of repeats, several batches.
     n, t = 64, 31
     got = _distinct_ids(np.random.default_rng(9), n, np.empty(0, dtype=np.int64), t)

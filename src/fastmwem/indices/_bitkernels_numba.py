@@ -13,14 +13,15 @@ compile time, so the pass over the keys of a block vectorises (AVX-512 VPOPCNTQ 
 it): several times faster than a byte-table look-up per key byte, which cannot vectorise.
 
 ``top_candidates`` scans and keeps, per thread, the keys within a window of a running k-th best
-score, so nothing of size ``n`` is written; ``exact_scores`` rescores keys in float64 by byte
-tables (``tables[j, byte j]``, summed over ``j`` in ascending order), exactly as the numpy
-kernels of ``indices.bitpacked`` do, so both backends return identical scores. Without numba the module still imports (``AVAILABLE`` is False) and is not
-used.
+score, so nothing of size ``n`` is written; ``indices._bitexact_numba`` rescores keys in float64
+by byte tables (``tables[j, byte j]``, summed over ``j`` in ascending order), exactly as the
+numpy kernels of ``indices.bitpacked`` do, so both backends return identical scores. Without
+numba the module still imports (``AVAILABLE`` is False) and is not used.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from functools import partial
 from types import FunctionType
@@ -42,8 +43,8 @@ except ImportError:  # the numpy kernels of indices.bitpacked are used instead
 else:
     AVAILABLE = True
 
-__all__ = ["AVAILABLE", "PLANES", "WIDE_PLANES", "bit_planes", "scan", "top_candidates", "exact_scores",
-           "key_rows", "default_threads"]
+__all__ = ["AVAILABLE", "PLANES", "WIDE_PLANES", "bit_planes", "scan", "top_candidates",
+           "default_threads"]
 
 #: Bits of the quantised query in the compiled scan. Each plane costs a popcount per key word;
 #: fewer planes widen the rounding window (at |X| = 256, m = 10^6, k = 1415: about 2,500 keys to
@@ -64,8 +65,6 @@ _BUFFER = 32
 _MIN_BUFFER = 16384
 _NEVER = -(2**62)  # below every score (|score| <= 2^(WIDE_PLANES - 1) per cell)
 _PADDING = _NEVER - 1  # the score of a padding key in the sub-block maxima: below any threshold
-# Keys summed together by exact rescoring (their sums stay in L1 cache).
-_SUM_BATCH = 512
 # Blocks scored first to guess the starting threshold of a search (see top_candidates).
 _SAMPLE_BLOCKS = 8
 # Keys per sub-block whose best score a search records: the unit a failed guess rescans.
@@ -349,29 +348,6 @@ def _planes(q: np.ndarray, planes: np.ndarray) -> None:  # pragma: no cover - co
                 planes[c >> 6, p] |= np.uint64(1) << shift
 
 
-def _gather(words: np.ndarray, ids: np.ndarray,  # pragma: no cover - compiled
-            rows: np.ndarray) -> None:
-    # Independent loads that overlap their cache misses (a key's words lie BLOCK * 8 apart).
-    width = words.shape[2]
-    for i in range(ids.size):
-        b, r = ids[i] // width, ids[i] % width
-        for w in range(words.shape[1]):
-            rows[i, w] = words[b, w, r]
-
-
-def _sums(rows: np.ndarray, tables: np.ndarray,  # pragma: no cover - compiled
-          out: np.ndarray) -> None:
-    for s in range(0, rows.shape[0], _SUM_BATCH):
-        acc = out[s:s + _SUM_BATCH]
-        acc[:] = 0.0
-        for j in range(tables.shape[0]):
-            # byte j of every key of the batch in turn: independent sums, each in ascending j
-            shift = np.uint64(8 * (j & 7))
-            table = tables[j]
-            for i in range(acc.size):
-                acc[i] += table[(rows[s + i, j >> 3] >> shift) & np.uint64(0xFF)]
-
-
 def _renamed(func: _F, suffix: str, names: dict[str, Any] | None = None) -> _F:
     """``func`` under another name (and with ``names`` as its globals, if given). Numba's
     on-disk cache files a compiled function by its name and bytecode, not by its options nor its
@@ -430,8 +406,6 @@ if AVAILABLE:
     _raise = _jit(_raise)
     _record_maxima = _jit(_record_maxima)
     _planes = _jit(_planes)
-    _gather = _jit(_gather)
-    _sums = _jit(_sums)
     # The kernels that score keys, once per plane count (the shared ones above come first: the
     # copies of the module's names taken by _plane_kernels must hold them compiled).
     _first1, _first2, _first3, _first4, _add4 = _passes(PLANES)
@@ -477,10 +451,15 @@ def scan(words: np.ndarray, planes: np.ndarray, absolute: bool, threads: int) ->
 
 
 def top_candidates(words: np.ndarray, planes: np.ndarray, n: int, absolute: bool, k: int,
-                   window: int, threads: int) -> tuple[np.ndarray, np.ndarray, int]:
+                   window: int, threads: int, buffers: dict[str, np.ndarray] | None = None
+                   ) -> tuple[np.ndarray, np.ndarray, int]:
     """Ids and integer scores of a superset of the keys whose score is at least the k-th best
     score minus ``window`` (``1 <= k < n``), and how many keys a second look rescored (-1 when
     there was none).
+
+    ``buffers`` (a dict the caller keeps between searches, used by one search at a time) holds
+    the working arrays for the next search: a search writes every entry it reads, and fresh
+    arrays (about a megabyte at ``m = 10^6``) cost page faults at every search.
 
     One pass over the keys. Each thread takes blocks from a shared counter and keeps the keys
     within ``window`` of the k-th best score seen so far (by it or, through a shared threshold,
@@ -505,16 +484,17 @@ def top_candidates(words: np.ndarray, planes: np.ndarray, n: int, absolute: bool
     blocks = min(_SAMPLE_BLOCKS, n_blocks - 1)  # full blocks only: the last one has padding
     rank = 2 * k * blocks * width // n + 16
     guessing = _guesses and blocks >= 1 and 4 * rank <= blocks * width
-    sample = np.empty(blocks * width if guessing else 0, dtype=np.int64)
-    maxima = np.empty(n_blocks * (width // _SUB), dtype=np.int64)
-    ids = np.empty((chunks, cap), dtype=np.int64)
-    values = np.empty((chunks, cap), dtype=np.int64)
-    counts = np.empty(chunks, dtype=np.int64)
+    kept = {} if buffers is None else buffers
+    sample = _buffer(kept, "sample", (blocks * width if guessing else 0,))
+    maxima = _buffer(kept, "maxima", (n_blocks * (width // _SUB),))
+    ids = _buffer(kept, "ids", (chunks, cap))
+    values = _buffer(kept, "values", (chunks, cap))
+    counts = _buffer(kept, "counts", (chunks,))
     serial, parallel = ((_top_serial, _top_parallel) if planes.shape[1] == PLANES
                         else (_top_serial_wide, _top_parallel_wide))
     start = _threaded(serial, parallel, chunks, n_blocks, words, planes, n, absolute,
                       k, window, rank, sample, maxima, ids, values, counts)
-    if np.all(counts >= 0):
+    if np.all(counts >= 0):  # copies: the buffers are the next search's
         ids_found = np.concatenate([ids[t, :counts[t]] for t in range(chunks)])
         values_found = np.concatenate([values[t, :counts[t]] for t in range(chunks)])
         if not sample.size or _guess_holds(values_found, k, window, start):
@@ -527,6 +507,17 @@ def top_candidates(words: np.ndarray, planes: np.ndarray, n: int, absolute: bool
                                                     maxima, upper)
     return (np.concatenate([ids_found, more_ids]), np.concatenate([values_found, more_values]),
             rescanned)
+
+
+def _buffer(kept: dict[str, np.ndarray], name: str, shape: tuple[int, ...]) -> np.ndarray:
+    """A C-contiguous int64 array of ``shape`` (contents undefined): the start of the one kept
+    under ``name`` if that is long enough, else of a new one with room to grow (a lazy round
+    asks for one more key each round: the top set and the excluded queries)."""
+    size = math.prod(shape)
+    arr = kept.get(name)
+    if arr is None or arr.size < size:
+        arr = kept[name] = np.empty(size + size // 4, dtype=np.int64)
+    return arr[:size].reshape(shape)
 
 
 def _second_look(words: np.ndarray, planes: np.ndarray, n: int, absolute: bool, k: int,
@@ -573,21 +564,6 @@ def _guess_holds(values: np.ndarray, k: int, window: int, guess: int) -> bool:
     if values.size < k:
         return False
     return int(np.partition(values, values.size - k)[values.size - k]) - window >= guess
-
-
-def exact_scores(rows: np.ndarray, tables: np.ndarray) -> np.ndarray:
-    """Float64 score of each key given by its words (``rows``, one row per key):
-    ``sum_j tables[j, byte j]`` in ascending ``j``."""
-    out = np.empty(rows.shape[0])
-    _sums(rows, tables, out)
-    return out
-
-
-def key_rows(words: np.ndarray, ids: np.ndarray) -> np.ndarray:
-    """The words of the keys ``ids``, one row per key."""
-    rows = np.empty((ids.size, words.shape[1]), dtype=np.uint64)
-    _gather(words, ids, rows)
-    return rows
 
 
 def default_threads() -> int:

@@ -47,6 +47,13 @@ def _numba_kernels() -> ModuleType | None:
     return _bitkernels_numba if _bitkernels_numba.AVAILABLE else None
 
 
+def _numba_exact() -> ModuleType:
+    # Loaded with the kernels above, when numba is installed.
+    from fastmwem.indices import _bitexact_numba
+
+    return _bitexact_numba
+
+
 def numba_available() -> bool:
     """Whether the compiled kernels can be used (``pip install "fastmwem[numba]"``)."""
     return _numba_kernels() is not None
@@ -212,12 +219,14 @@ class BitPackedIndex(ExactScanIndex):
         self.backend = "numba" if kernels is not None else "numpy"
         self.threads = threads
         self._kernels = kernels
+        self._exact_kernels = _numba_exact() if kernels is not None else None
         self._n_bytes = -(-self.dimension // 8)
         # words[b, w, r] = word w (packed bytes 8w .. 8w + 7, little-endian) of key b * BLOCK + r
         self._words = np.zeros((0, -(-self._n_bytes // 8), BLOCK), dtype=np.uint64)
         self._n = 0
         self._max_popcount = 0
         self._last_tables: tuple[bytes, np.ndarray] | None = None
+        self._buffers: dict[str, np.ndarray] | None = {}
         #: Compiled searches (one pass over the keys each), those that took a second look at
         #: some sub-blocks, and the keys those rescanned (diagnostics for tests and benchmarks).
         self.searches = 0
@@ -225,6 +234,8 @@ class BitPackedIndex(ExactScanIndex):
         self.rescanned_keys = 0
         #: Planes of the last compiled search or scan, and the searches that used the wide ones.
         self.last_planes = 0
+        #: Keys the last compiled search rescored exactly (those within its window).
+        self.last_rescored = 0
         self.wide_searches = 0
 
     @property
@@ -281,9 +292,18 @@ class BitPackedIndex(ExactScanIndex):
         total = self._n + packed.shape[0]
         n_words = self._words.shape[1]
         missing = -(-total // BLOCK) - self._words.shape[0]
-        if missing > 0:
+        if missing > 0 and not self._words.shape[0]:  # the first keys: no copy of nothing
+            self._words = np.zeros((missing, n_words, BLOCK), dtype=np.uint64)
+        elif missing > 0:
             self._words = np.concatenate(
                 [self._words, np.zeros((missing, n_words, BLOCK), dtype=np.uint64)])
+        if self._exact_kernels is not None:
+            # One compiled pass: the words and the popcounts of every key as it goes by.
+            pop = self._exact_kernels.fill_words(np.ascontiguousarray(packed), self._words,
+                                                 self._n)
+            self._max_popcount = max(self._max_popcount, pop)
+            self._n = total
+            return
         rows = np.zeros((BLOCK, 8 * n_words), dtype=np.uint8)
         start = 0
         while start < packed.shape[0]:
@@ -353,16 +373,27 @@ class BitPackedIndex(ExactScanIndex):
         if self._kernels is None or k >= self._n:
             return super()._top(v, k, absolute)
         planes, window = self._planes(v)
-        ids, approx, rescanned = self._kernels.top_candidates(self._words, planes, self._n,
-                                                              absolute, k, window,
-                                                              self._threads())
+        # The search's working arrays, kept for the next one; a search running meanwhile on
+        # another thread finds none and makes its own.
+        buffers = self._buffers if self._buffers is not None else {}
+        self._buffers = None
+        try:
+            ids, approx, rescanned = self._kernels.top_candidates(
+                self._words, planes, self._n, absolute, k, window, self._threads(), buffers)
+        finally:
+            self._buffers = buffers
         self.searches += 1
         self.wide_searches += planes.shape[1] != self._numba().PLANES
         if rescanned >= 0:
             self.second_looks += 1
             self.rescanned_keys += rescanned
+        if self._exact_kernels is not None:  # the steps below in one compiled call
+            scores, top, self.last_rescored = self._exact_kernels.window_top(
+                self._words, ids, approx, k, window, self._tables(v), absolute)
+            return scores, top
         kth = np.partition(approx, approx.size - k)[approx.size - k]
         ids = ids[approx >= kth - window]
+        self.last_rescored = ids.size
         exact = self._exact(ids, v)
         return best_k(ids, exact, k, key=np.abs(exact) if absolute else None)
 
@@ -373,15 +404,17 @@ class BitPackedIndex(ExactScanIndex):
         last = self._last_tables
         if last is not None and last[0] == key:
             return last[1]
-        tables = _byte_tables(self._padded(v)).reshape(self.n_bytes, 256)
+        if self._exact_kernels is not None:
+            tables = self._exact_kernels.byte_tables(v, self.n_bytes)
+        else:
+            tables = _byte_tables(self._padded(v)).reshape(self.n_bytes, 256)
         self._last_tables = (key, tables)
         return tables
 
     def _exact(self, ids: np.ndarray, v: np.ndarray) -> np.ndarray:
-        if self._kernels is None:
+        if self._exact_kernels is None:
             return _numpy_sums(_numpy_rows(self._words, ids), self._tables(v))
-        return self._kernels.exact_scores(self._kernels.key_rows(self._words, ids),
-                                          self._tables(v))
+        return self._exact_kernels.rescore(self._words, ids, self._tables(v))
 
     def _payload(self) -> dict[str, np.ndarray]:
         return {"packed": self.packed}

@@ -31,9 +31,16 @@ from typing import TYPE_CHECKING, NamedTuple, cast
 
 import numpy as np
 
-from fastmwem._order import best_first
 from fastmwem._validation import check_epsilon, check_int, check_positive, check_scores
 from fastmwem.accounting import Accountant, BoundedRange, PureDP, exact
+from fastmwem.mechanisms._lazy_draws import (
+    _better_sides,
+    _both_sides,
+    _merged_top,
+    _noisy_best,
+    _tail_ids,
+    _truncated_gumbel,
+)
 from fastmwem.mechanisms.base import charge
 from fastmwem.mechanisms.exponential import _log_weights
 from fastmwem.random import RNGLike, make_rng
@@ -82,89 +89,6 @@ class LazyStats(NamedTuple):
     n_tail: int  # tail candidates drawn (t)
     margin: float  # B, after any lowering by the certified gap
     from_tail: bool  # the output came from the tail
-
-
-def _truncated_gumbel(generator: np.random.Generator, size: int, p_tail: float,
-                      margin: float) -> np.ndarray:
-    """``size`` Gumbel(0, 1) draws conditioned on exceeding ``margin`` (``p_tail = P[G > margin]``).
-
-    Inverse CDF on ``U ~ Unif(F(B), 1)`` written as ``U = 1 - p_tail V`` with ``V in (0, 1]``,
-    so no draw is infinite; the clamp only matters when ``p_tail`` rounds to 1.
-    """
-    v = 1.0 - generator.random(size)
-    with np.errstate(divide="ignore"):
-        g = -np.log(-np.log1p(-p_tail * v))
-    return np.maximum(g, margin)
-
-
-def _distinct_ids(generator: np.random.Generator, n: int, forbidden: np.ndarray,
-                  t: int) -> np.ndarray:
-    """``t`` distinct ids drawn uniformly from ``[0, n)`` minus the sorted array ``forbidden``.
-
-    Rejection sampling in draw order (expected ``O(t)`` draws while the forbidden and chosen ids
-    are at most half of ``[0, n)``): the accepted sequence is a uniform ordered sample without
-    replacement. Otherwise the allowed ids are listed and ``t`` of them chosen.
-    """
-    if 2 * (forbidden.size + t) > n:
-        allowed = np.setdiff1d(np.arange(n, dtype=np.int64), forbidden, assume_unique=True)
-        return generator.choice(allowed, size=t, replace=False)
-    chosen = np.empty(0, dtype=np.int64)  # the accepted ids, in draw order
-    while chosen.size < t:
-        need = t - chosen.size
-        draw = generator.integers(0, n, size=need + need // 2 + 16, dtype=np.int64)
-        if forbidden.size:
-            pos = np.minimum(np.searchsorted(forbidden, draw), forbidden.size - 1)
-            draw = draw[forbidden[pos] != draw]
-        # The ids a one-by-one pass over the draws would accept, in array operations (a
-        # Python loop took milliseconds for the thousand tail ids of a flat law): each id's
-        # first draw, in draw order, unless accepted before.
-        fresh = draw[np.sort(np.unique(draw, return_index=True)[1])]
-        if chosen.size:
-            fresh = fresh[~np.isin(fresh, chosen)]
-        chosen = np.concatenate([chosen, fresh[:need]])
-    return chosen
-
-
-def _merged_top(ids: np.ndarray, scores: np.ndarray, k: int, excluded: np.ndarray,
-                oracle: object) -> tuple[np.ndarray, np.ndarray]:
-    """The ``k`` best of candidate (ids, scores) as an oracle returned them (padding ``-1``, an
-    id possibly listed twice), excluded ids dropped: best first, ties by id."""
-    ids = np.asarray(ids, dtype=np.int64)
-    scores = np.asarray(scores, dtype=np.float64)
-    keep = ids >= 0
-    if excluded.size:
-        keep &= ~np.isin(ids, excluded)
-    # Sorted by id (two stable sorts cost a tenth of np.lexsort and np.unique here).
-    by_id = np.argsort(ids[keep], kind="stable")
-    ids, scores = ids[keep][by_id], scores[keep][by_id]
-    first = np.ones(ids.size, dtype=bool)
-    first[1:] = ids[1:] != ids[:-1]  # an id listed by both signs: its first listing
-    ids, scores = ids[first], scores[first]
-    if ids.size == 0:
-        raise RuntimeError(f"oracle {type(oracle).__name__} returned no keys")
-    if ids.size > k:  # the k best and their ties, then a sort of those only
-        near = scores >= np.partition(scores, ids.size - k)[ids.size - k]
-        ids, scores = ids[near], scores[near]
-    order = np.argsort(-scores, kind="stable")[:k]  # ties by id
-    return ids[order], scores[order]
-
-
-def _both_sides(ids: np.ndarray, scores: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
-    """Keys as the signed candidates ``j`` (score ``s``) and ``m + j`` (score ``-s``)."""
-    return np.concatenate([ids, ids + m]), np.concatenate([scores, -scores])
-
-
-def _better_sides(ids: np.ndarray, scores: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
-    """The top-``k`` of the ``2m`` signed candidates given the ``k`` distinct keys of largest
-    ``|score|`` (``k = ids.size``), best first with ties by id: each key's better side, id
-    ``j`` for a score ``>= 0`` and ``m + j`` otherwise, scoring ``|score|``. It beats every
-    other side, since ``|s| >= 0 >= -|s|`` and a zero score's other side, ``m + j``, loses the
-    tie by id."""
-    positive = scores >= 0  # -0.0 too, whose sides tie
-    ids = np.where(positive, ids, ids + m)
-    scores = np.where(positive, scores, -scores)
-    order = best_first(scores, ids)
-    return ids[order], scores[order]
 
 
 def _check_oracle(oracle: object) -> None:
@@ -334,7 +258,9 @@ class LazyExponentialMechanism:
             raise ValueError(f"exclude must be 1-D, got shape {arr.shape}")
         if arr.size and arr.dtype.kind not in "iu":
             raise TypeError(f"exclude must hold integer candidate ids, got dtype {arr.dtype}")
-        ids = np.unique(arr.astype(np.int64))
+        ids = arr.astype(np.int64, copy=False)
+        if ids.size > 1 and not bool(np.all(ids[1:] > ids[:-1])):  # else sorted and distinct
+            ids = np.unique(ids)
         if ids.size and (ids[0] < 0 or ids[-1] >= n):
             bad = ids[0] if ids[0] < 0 else ids[-1]
             raise ValueError(f"exclude ids must lie in 0 .. {n - 1}, got {bad}")
@@ -437,27 +363,22 @@ class LazyExponentialMechanism:
         n = self.n_candidates
         scale = self.scale
         best_score = float(top_scores.max())
-        y_top = _log_weights(top_scores, scale, best_score)
-        noisy = y_top + generator.gumbel(size=y_top.size)
-        winner = int(np.argmax(noisy))
-        best = float(noisy[winner])
+        winner, best, lowest = _noisy_best(top_scores, scale, best_score,
+                                           generator.gumbel(size=top_scores.size))
         gap = self.gap if self.approximate == "privacy" else None
         lowered = gap if gap else 0.0
-        margin = best - float(y_top.min()) - lowered * (1.0 + 2.0**-40)
+        margin = best - lowest - lowered * (1.0 + 2.0**-40)
         pool = n - top_ids.size - excluded.size
         n_tail = 0
         if pool > 0 and margin < math.inf:
             p_tail = 1.0 if margin < -700.0 else -math.expm1(-math.exp(-margin))
             n_tail = int(generator.binomial(pool, p_tail)) if p_tail > 0 else 0
         if n_tail:
-            # disjoint and each distinct: their sorted union (np.union1d is several times slower)
-            forbidden = np.sort(np.concatenate([top_ids, excluded]))
-            tail_ids = _distinct_ids(generator, n, forbidden, n_tail)
+            tail_ids = _tail_ids(generator, n, top_ids, excluded, n_tail)
             g_tail = _truncated_gumbel(generator, n_tail, p_tail, margin)
-            y_tail = _log_weights(self._candidate_scores(tail_ids, v), scale, best_score)
-            noisy_tail = y_tail + g_tail
-            j = int(np.argmax(noisy_tail))
-            if noisy_tail[j] > best:
+            j, best_tail, _ = _noisy_best(self._candidate_scores(tail_ids, v), scale,
+                                          best_score, g_tail)
+            if best_tail > best:
                 return LazyStats(int(tail_ids[j]), n - excluded.size, top_ids.size, n_tail,
                                  margin, True)
         return LazyStats(int(top_ids[winner]), n - excluded.size, top_ids.size, n_tail, margin,

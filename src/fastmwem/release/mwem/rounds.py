@@ -28,7 +28,7 @@ from fastmwem.data.domain import Domain
 from fastmwem.models.factored import FactoredState
 from fastmwem.models.fit import FitMeasurement, fit
 from fastmwem.models.marginal_passes import fit_marginals
-from fastmwem.models.passes import fit_queries
+from fastmwem.models.passes import SparseRows, fit_queries
 from fastmwem.models.state import (
     MAX_RECORDS,
     MWState,
@@ -99,7 +99,7 @@ class Run:
     updating: bool = True
     step: float = 1.0
     weighted: bool = False
-    rows: list[np.ndarray] = field(default_factory=list)
+    rows: SparseRows = field(default_factory=SparseRows)
 
 
 def start_state(private: PrivateView, domain: Domain, config: MWEMConfig, model: str,
@@ -342,15 +342,16 @@ def _compiled_passes(run: Run, passes: int) -> bool:
 def _reuse_queries(run: Run, workload: LinearWorkload, passes: int, tolerance: float) -> int:
     """The reuse passes over single measured queries by
     :func:`~fastmwem.models.passes.fit_queries`: the steps of :func:`update`, in its order."""
+    # each measured query's row is gathered once, by its nonzero cells
     for m in run.measurements[len(run.rows):]:
-        run.rows.append(workload.row(m.queries.start))
+        run.rows.add(workload.row(m.queries.start))
     state = run.state
     if not isinstance(state, MWState):  # _compiled_passes admits only a dense state
         raise TypeError("compiled reuse passes need a dense state")
     s = float(workload.query_sensitivity)
     targets = clipped_targets(np.concatenate([m.values for m in run.measurements]), s,
                               bool(getattr(workload, "nonnegative_queries", False)), state.total)
-    return fit_queries(state.distribution, np.stack(run.rows), targets, s,
+    return fit_queries(state.distribution, run.rows, targets, s,
                        passes, tolerance)
 
 

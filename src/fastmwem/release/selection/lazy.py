@@ -154,8 +154,8 @@ class _LazyChooser:
         total = state.total
         offsets = self.offsets
         exclude = None
-        if available is not None and not available.all():
-            closed = np.flatnonzero(~available)
+        closed = None if available is None else _closed(available)
+        if closed is not None and closed.size:
             if self.group_mode:
                 exclude = np.concatenate([np.arange(offsets[g], offsets[g + 1]) for g in closed])
             else:
@@ -177,6 +177,29 @@ class _LazyChooser:
         answers = self.workload.answer_group(self.true_histogram, group)
         base = int(offsets[group])
         return np.asarray(answers)[queries.start - base:queries.stop - base]
+
+
+#: Eight True bytes read as one 64-bit word (any byte order).
+_OPEN_WORD = np.uint64(0x0101010101010101)
+
+
+def _closed(available: np.ndarray) -> np.ndarray:
+    """``np.flatnonzero(~available)`` for a 1-D boolean mask, reading it 8 entries at a time:
+    the mask has an entry per query (a million) and rounds close one each, so most words are
+    all open and only the others are looked at."""
+    mask = np.asarray(available)
+    if mask.dtype != np.bool_ or mask.ndim != 1 or not mask.flags.c_contiguous:
+        return np.empty(0, dtype=np.intp) if mask.all() else np.flatnonzero(~mask)
+    from fastmwem.mechanisms._lazy_draws import _tail_kernels
+
+    kernels = _tail_kernels()
+    if kernels is not None:  # one compiled pass
+        return kernels.false_positions(mask)
+    whole = mask.size - mask.size % 8
+    words = np.flatnonzero(mask[:whole].view(np.uint64) != _OPEN_WORD)
+    near = (8 * words[:, None] + np.arange(8)).reshape(-1)
+    near = np.concatenate([near, np.arange(whole, mask.size)])
+    return near[~mask[near]]
 
 
 def _approximate(name: str) -> bool:
