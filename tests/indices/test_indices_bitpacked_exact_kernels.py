@@ -53,6 +53,32 @@ def test_the_tables_and_scores_are_numpys(d):
         assert _exact().rescore(index._words, ids, compiled).tobytes() == want.tobytes()
 
 
+def _sparse(d: int, rng: np.random.Generator, nonzero: int) -> np.ndarray:
+    # A few non-zero cells (a whole byte or word of zeros is skipped by the rescoring), signed
+    # zeros elsewhere, and a byte whose two cells cancel (its sums hit +0.0 and -0.0 cases).
+    v = np.where(rng.random(d) < 0.5, -0.0, 0.0)
+    cells = rng.choice(d, size=nonzero, replace=False)
+    v[cells] = rng.normal(size=nonzero) * 100.0
+    if d >= 16:
+        v[8:10] = [3.5, -3.5]
+    return v
+
+
+@pytest.mark.parametrize("d", [64, 200, 1024])
+@pytest.mark.parametrize("nonzero", [0, 1, 8])
+def test_rescoring_skips_zero_bytes_and_words_with_the_same_bits(d, nonzero):
+    rng = np.random.default_rng([d, nonzero])
+    index = _index(d, 3000, d + nonzero)
+    for _ in range(5):
+        v = _sparse(d, rng, nonzero)
+        tables = _exact().byte_tables(v, index.n_bytes)
+        ids = rng.choice(3000, size=1100, replace=True).astype(np.int64)  # more than a batch
+        want = _numpy_sums(_numpy_rows(index._words, ids), tables)
+        got = _exact().rescore(index._words, ids, tables)
+        assert got.tobytes() == want.tobytes()
+        assert not np.signbit(got[got == 0]).any()  # no -0.0 from a skipped byte
+
+
 @pytest.mark.parametrize("absolute", [False, True])
 def test_the_compiled_top_k_is_best_k(absolute):
     rng = np.random.default_rng(int(absolute))
