@@ -96,8 +96,7 @@ class FactoredState:
         self._marginals_version = 0
         self._plans: dict[tuple[int, ...], tuple[tuple[int, ...], Plan]] = {}
         self._structure = 0
-        self._holders: dict[tuple[int, ...], int] = {}  # clique ids while _structure holds
-        self._holders_of = 0
+        self._holders: dict[tuple[int, ...], int] = {}  # clique ids until an absorption
         self._subs: dict[tuple[int, tuple[int, ...]], tuple[LinearWorkload, int]] = {}
         self._subs_of: object = None
         self._axes: dict[int, tuple[int, ...]] = {}
@@ -204,9 +203,6 @@ class FactoredState:
         """The clique holding ``axes``, absorbing them first if needed (within the cap)."""
         # Reuse passes ask for the same few groups' cliques thousands of times; the answer
         # depends only on the structure, which changes only by an absorption below.
-        if self._holders_of != self._structure:
-            self._holders.clear()
-            self._holders_of = self._structure
         cid = self._holders.get(axes)
         if cid is not None:
             return cid
@@ -221,6 +217,7 @@ class FactoredState:
                 f"max_clique_cells = {self.max_clique_cells}")
         cid = self.tree.absorb(plan)
         self._structure += 1
+        self._holders.clear()
         self._version += 1
         return cid
 
