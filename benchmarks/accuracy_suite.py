@@ -80,7 +80,12 @@ POLICIES: dict[str, dict[str, dict[str, object]]] = {
              "pure-adaptive-finalfit": {"rounds": "adaptive", "estimator": "final-fit"},
              # the weighted final fit on a factored model only
              "pure-factored-fit": {"constants": {"DEFAULT_ESTIMATOR": _estimators(
-                 pure_dense="passes")}}},
+                 pure_dense="passes")}},
+             # a factored model's rounds bounded by a typical pair's signal (signal_rounds)
+             "pure-signal25": {"constants": {"FACTORED_NOISE_SHARE": {"pure": 0.25,
+                                                                      "zcdp": None}}},
+             "pure-signal50": {"constants": {"FACTORED_NOISE_SHARE": {"pure": 0.5,
+                                                                      "zcdp": None}}}},
     "zcdp": {"zcdp-default": {},
              # the defaults before the weighted final fit on a factored model
              "zcdp-passes": {"constants": {"DEFAULT_ESTIMATOR": _estimators(
@@ -98,7 +103,11 @@ POLICIES: dict[str, dict[str, dict[str, object]]] = {
              "zcdp-cap20": {"max_clique_cells": 2**20, "constants": {
                  "FACTORED_MAX_ROUNDS": {"pure": 25, "zcdp": 25}}},
              "zcdp-factored50-cap20": {"max_clique_cells": 2**20, "constants": {
-                 "FACTORED_MAX_ROUNDS": {"pure": 25, "zcdp": 50}}}},
+                 "FACTORED_MAX_ROUNDS": {"pure": 25, "zcdp": 50}}},
+             "zcdp-signal30": {"constants": {"FACTORED_NOISE_SHARE": {"pure": None,
+                                                                      "zcdp": 0.3}}},
+             "zcdp-signal60": {"constants": {"FACTORED_NOISE_SHARE": {"pure": None,
+                                                                      "zcdp": 0.6}}}},
 }
 ORDERS = ("mean_l1_2way", "mean_l1_3way")
 

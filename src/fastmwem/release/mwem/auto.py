@@ -57,7 +57,7 @@ from fastmwem.release._privacy import (
     integer_valued,
 )
 from fastmwem.release.mwem.annealing import noise_std
-from fastmwem.release.mwem.config import MWEMConfig
+from fastmwem.release.mwem.config import SELECT_FRACTION_FACTORED, MWEMConfig
 from fastmwem.release.mwem.plan import Candidates, check_run_inputs, plan_mwem, plan_setup
 from fastmwem.release.mwem.regime import (
     REGIME_ONE_WAY,
@@ -66,6 +66,7 @@ from fastmwem.release.mwem.regime import (
     _predict,
     candidate_marginals,
     regime_settings,
+    signal_rounds,
 )
 from fastmwem.release.mwem.run import run_plan
 from fastmwem.release.mwem.setup import check_release_inputs
@@ -82,7 +83,7 @@ __all__ = ["mwem_with_defaults", "mwem_auto", "check_options", "MWEMChoices", "d
            "ADAPTIVE_MIN_RHO_N2",
            "DEFAULT_ORDER", "MAX_DEFAULT_ROUNDS", "NOISE_SHARE", "NOISE_TEST_ALPHA",
            "SUPERSET_ROUNDS_SCALE", "SUPERSET_ROUNDS_POWER", "SUPERSET_MIN_ROUNDS",
-           "SUPERSET_SELECT_FRACTION", "ZCDP_SUPERSET_ROUNDS_SCALE",
+           "SUPERSET_SELECT_FRACTION", "ZCDP_SUPERSET_ROUNDS_SCALE", "FACTORED_NOISE_SHARE",
            "ZCDP_SUPERSET_ROUNDS_POWER", "MAX_SUPERSET_ROUNDS", "AUTO_REUSE_PASSES", "FACTORED_MAX_ROUNDS",
            "DEFAULT_ESTIMATOR"]
 
@@ -139,6 +140,10 @@ NOISE_TEST_ALPHA = 0.01
 #: ratio to the best policy 0.049 against 0.080, on the tables every policy ran on) once the
 #: junction-tree fit got fast enough for 50 rounds to stay within its time limit.
 FACTORED_MAX_ROUNDS: dict[str, int] = {"pure": 25, "zcdp": 50}
+#: The signal bound of a factored default run's fixed rounds, by definition
+#: (:func:`~fastmwem.release.mwem.regime.signal_rounds`): at most as many rounds as keep a
+#: typical pair's predicted error within this share; ``None``: no bound (the ceiling).
+FACTORED_NOISE_SHARE: dict[str, float | None] = {"pure": None, "zcdp": None}
 #: The estimator of a default run when ``estimator`` is not given (``MWEMConfig.estimator``),
 #: by definition and model: ``"passes"`` (reuse passes, and on a factored model up to
 #: ``FINAL_PASSES_FACTORED`` final passes) or ``"final-fit"`` (the passes during the rounds,
@@ -410,7 +415,9 @@ def mwem_with_defaults(
         total = int(round(min(max(float(noisy), 1.0), MAX_RECORDS)))  # clipping: post-processing
     if undecided:  # measured on dense models only: on adult (junction tree) annealing lost
         adaptive = not fixed_rule and model == "dense" and use_adaptive(rest, float(total))
-        fixed = None if adaptive else ceiling
+        fixed = (None if adaptive or ceiling is None else
+                 _signal_bound(ceiling, model, definition, rest, total, candidates_found, config,
+                               workload))
         if superset is not None:
             settings, top, per_group = superset
             chosen = zcdp_superset_rounds(ceiling=top, cells=per_group, rho_rounds=rest,
@@ -423,8 +430,10 @@ def mwem_with_defaults(
         # A factored run selects among marginals of every size with a per-cell penalty, so its
         # rounds can always measure the smallest; a dense run measures the workload's own groups.
         cells = float(sizes.mean() if model == "dense" else sizes.min())
-        fixed = default_rounds(ceiling=ceiling, cells=cells,
-                               epsilon_rounds=rest, records=float(total))
+        top = _signal_bound(ceiling, model, definition, rest, total, candidates_found, config,
+                            workload)
+        fixed = default_rounds(ceiling=top, cells=cells, epsilon_rounds=rest,
+                               records=float(total))
         if superset is not None:
             settings, top, per_group = superset
             room: dict[str, Any] = dict(ceiling=top, cells=per_group, epsilon_rounds=rest,
@@ -515,6 +524,21 @@ def _superset_option(config: dict[str, Any], workload: LinearWorkload, model: st
     for t in sorted({1, top}):
         check(t, settings)
     return settings, top, float(np.diff(setup.offsets)[setup.candidates].mean())
+
+
+def _signal_bound(ceiling: int, model: str, definition: PrivacyDefinition,
+                  budget: float, total: float,
+                  found: list[tuple[str, tuple[str, ...], int, float]] | None,
+                  config: dict[str, Any], workload: LinearWorkload) -> int:
+    """``ceiling``, lowered on a factored model by ``FACTORED_NOISE_SHARE`` when it is set
+    (:func:`~fastmwem.release.mwem.regime.signal_rounds`; public inputs only)."""
+    share = FACTORED_NOISE_SHARE.get(definition.name)
+    if share is None or model == "dense" or not found:
+        return ceiling
+    fraction = config.get("select_fraction")
+    return signal_rounds(found, definition, budget, float(total), ceiling=ceiling, share=share,
+                         select_fraction=SELECT_FRACTION_FACTORED if fraction is None
+                         else float(fraction), integer=integer_valued(workload))
 
 
 def _charged(result: MWEMResult, definition: PrivacyDefinition) -> Fraction:

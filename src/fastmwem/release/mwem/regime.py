@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from fastmwem._validation import check_positive
+from fastmwem._validation import check_int, check_positive
 from fastmwem.accounting import exact, float_below
 from fastmwem.data.domain import Domain
 from fastmwem.release._privacy import PrivacyDefinition, definition_of, integer_valued
@@ -37,7 +37,8 @@ from fastmwem.release.selection.candidates import _marginal_groups
 from fastmwem.warnings import SmallDataWarning
 from fastmwem.workloads.base import LinearWorkload
 
-__all__ = ["MarginalError", "PredictedErrors", "predicted_errors", "ONE_WAY_ONLY_ERROR",
+__all__ = ["MarginalError", "PredictedErrors", "predicted_errors", "signal_rounds",
+           "ONE_WAY_ONLY_ERROR",
            "REPORT_MAX_MARGINALS", "REGIME_ROUNDS", "REGIME_ONE_WAY", "SmallDataWarning"]
 
 #: Predicted error (noise L1 mass over the records' own) at or above which a measurement's
@@ -227,6 +228,45 @@ def _predict(domain: Domain, found: list[tuple[str, tuple[str, ...], int, float]
     one_way = tuple(MarginalError(f"marginal({a})", (a,), int(k), 1.0, error(int(k), 1.0, each))
                     for a, k in zip(domain.attributes, domain.shape))
     return PredictedErrors(definition.name, budget, records, marginals, one_way)
+
+
+def signal_rounds(found: list[tuple[str, tuple[str, ...], int, float]],
+                  definition: PrivacyDefinition, budget: float, records: float, *,
+                  ceiling: int, share: float, select_fraction: float, integer: bool) -> int:
+    """The most rounds (in ``[1, ceiling]``) at which a typical pair still carries signal.
+
+    The typical pair is the candidate marginal of order 2 of median cells (of every candidate
+    if none has order 2). Measured in one of ``T`` rounds, with ``(1 - select_fraction) /
+    T`` of ``budget``, its predicted error (noise L1 mass over the records', as in
+    :func:`predicted_errors`) must be at most ``share``. Under pure DP that error grows as
+    ``T``, under zCDP as ``sqrt(T)``, so this is a bound on the rounds from the budget, the
+    released count and the candidates' sizes alone (public): few rounds on a small table of
+    large pairs, where many would each measure mostly noise.
+
+    >>> from fastmwem.release._privacy import definition_of
+    >>> pairs = [("m", ("a", "b"), 100, 1.0)]
+    >>> signal_rounds(pairs, definition_of("pure"), 1.0, 10_100.0, ceiling=50, share=0.5,
+    ...               select_fraction=0.1, integer=True)  # 100 T / (0.9 * 10,100) <= 0.5
+    45
+    """
+    check_int(ceiling, "ceiling", minimum=1)
+    pairs = [(c, s) for _, attrs, c, s in found if len(attrs) == 2 and s > 0]
+    pool = sorted(pairs or [(c, s) for _, _, c, s in found if s > 0])
+    if not pool:
+        return int(ceiling)
+    cells, sensitivity = pool[(len(pool) - 1) // 2]
+    measure = Fraction(budget) * (1 - Fraction(select_fraction))
+
+    def fits(t: int) -> bool:
+        mechanism = definition.measurement(float_below(measure / t), sensitivity,
+                                           integer=integer)
+        return cells * expected_abs_noise(mechanism) <= share * max(records, 1.0) * sensitivity
+
+    low, high = 1, int(ceiling)  # the error grows with t: the largest t that fits, or 1
+    while low < high:
+        mid = (low + high + 1) // 2
+        low, high = (mid, high) if fits(mid) else (low, mid - 1)
+    return low
 
 
 def _budget(budget: float | Fraction) -> float:
