@@ -102,6 +102,8 @@ def test_a_refused_charge_reads_nothing():
 @pytest.mark.parametrize("options, message", [
     ({"output": "average"}, "output='average' needs a dense histogram"),
     ({"max_clique_cells": 1}, r"max_clique_cells \(1\) must be at least"),
+    ({"max_model_cells": 3}, r"max_model_cells \(3\) must be at least the 1-way"),
+    ({"max_model_cells": 0}, "max_model_cells"),
     ({"model": "dense"}, "dense limit MAX_DENSE_CELLS"),
     ({"candidates": "all"}, "candidates must be one of"),
     ({"final_passes": -1}, "final_passes"),
@@ -188,6 +190,17 @@ def test_cap_and_hopeless_candidates_are_left_out():
         names = r.description[len("marginal("):-1].split(", ")
         assert np.prod([shape[n] for n in names]) <= 4096
     assert max(np.prod([shape[n] for n in c]) for c in result.model.cliques) <= 4096
+
+
+def test_a_model_cap_bounds_the_cells_of_all_cliques_together():
+    ds = adult_sample()
+    w = Marginals.all_kway(ds.domain, 2)
+    free = mwem(ds, w, epsilon=3, rounds=12, rng=0)
+    start = sum(ds.domain.shape)
+    bound = start + (free.model.model_cells - start) // 2
+    assert free.model.model_cells > bound > start  # the bound below binds
+    capped = mwem(ds, w, epsilon=3, rounds=12, rng=0, max_model_cells=bound)
+    assert sum(ds.domain.shape) < capped.model.model_cells <= bound
 
 
 @pytest.mark.parametrize("make", [

@@ -73,6 +73,8 @@ class FactoredState:
         total: the record count the distribution is scaled to.
         max_clique_cells: the largest clique (cells) a measurement may create.
         product: keep disjoint factors only (no separators).
+        max_model_cells: the most cells all clique tables may hold together after a
+            measurement (``None``: no bound but the cliques'), as AIM bounds its model's size.
 
     >>> d = Domain(["a", "b", "c"], [2, 3, 2])
     >>> s = FactoredState(d, 10.0)
@@ -81,7 +83,8 @@ class FactoredState:
     """
 
     def __init__(self, domain: Domain, total: float, *,
-                 max_clique_cells: int = DEFAULT_MAX_CLIQUE_CELLS, product: bool = False) -> None:
+                 max_clique_cells: int = DEFAULT_MAX_CLIQUE_CELLS, product: bool = False,
+                 max_model_cells: int | None = None) -> None:
         if not isinstance(domain, Domain):
             raise TypeError(f"domain must be a Domain, got {type(domain).__name__}")
         if not np.isfinite(total) or total <= 0:
@@ -90,6 +93,9 @@ class FactoredState:
         self.total = float(total)
         self.max_clique_cells = check_int(max_clique_cells, "max_clique_cells",
                                           minimum=max(domain.shape))
+        self.max_model_cells = (None if max_model_cells is None else
+                                check_int(max_model_cells, "max_model_cells",
+                                          minimum=sum(domain.shape)))
         self.tree = JunctionTree(domain.shape, product=bool(product))
         self._version = 0  # bumped by every change of the distribution or the structure
         self._marginals: dict[tuple[int, ...], np.ndarray] = {}
@@ -106,9 +112,11 @@ class FactoredState:
     def from_noisy_marginals(cls, domain: Domain, noisy: list[np.ndarray], total: float,
                              uniform_mix: float, *,
                              max_clique_cells: int = DEFAULT_MAX_CLIQUE_CELLS,
-                             product: bool = False) -> FactoredState:
+                             product: bool = False,
+                             max_model_cells: int | None = None) -> FactoredState:
         """Independent attributes from noisy 1-way marginals (clipped, mixed with uniform)."""
-        state = cls(domain, total, max_clique_cells=max_clique_cells, product=product)
+        state = cls(domain, total, max_clique_cells=max_clique_cells, product=product,
+                    max_model_cells=max_model_cells)
         if len(noisy) != len(domain):
             raise ValueError(f"noisy must hold one marginal per attribute ({len(domain)}), "
                              f"got {len(noisy)}")
@@ -191,9 +199,21 @@ class FactoredState:
         return cached[1]
 
     def fits(self, axes: tuple[int, ...]) -> bool:
-        """Whether a group on ``axes`` can be measured without a clique above the cap."""
-        plan = self.plan(axes)
-        return plan.covered or plan.largest <= self.max_clique_cells
+        """Whether a group on ``axes`` can be measured within the caps (clique and model)."""
+        return self._refusal(self.plan(axes)) is None
+
+    def _refusal(self, plan: Plan) -> str | None:
+        """Which cap absorbing ``plan`` would break (``None``: neither)."""
+        if plan.covered:
+            return None
+        if plan.largest > self.max_clique_cells:
+            return (f"a clique of {plan.largest} cells, above max_clique_cells = "
+                    f"{self.max_clique_cells}")
+        if self.max_model_cells is not None and \
+                self.model_cells + plan.growth > self.max_model_cells:
+            return (f"a model of {self.model_cells + plan.growth} cells, above "
+                    f"max_model_cells = {self.max_model_cells}")
+        return None
 
     def measurable(self, workload: LinearWorkload, groups: np.ndarray) -> np.ndarray:
         return np.array([self.fits(self._group_axes(workload, int(g))) for g in groups],
@@ -210,11 +230,10 @@ class FactoredState:
         if plan.covered:
             cid = self._holders[axes] = self.tree.holder(axes)
             return cid
-        if plan.largest > self.max_clique_cells:
+        refusal = self._refusal(plan)
+        if refusal is not None:
             names = [self.domain.attributes[a] for a in axes]
-            raise ValueError(
-                f"measuring {names} needs a clique of {plan.largest} cells, above "
-                f"max_clique_cells = {self.max_clique_cells}")
+            raise ValueError(f"measuring {names} needs {refusal}")
         cid = self.tree.absorb(plan)
         self._structure += 1
         self._holders.clear()

@@ -55,6 +55,10 @@ class Plan:
             merged into one.
         join: whether a new clique on ``axes`` joins several components.
         largest: cells of the largest clique the plan creates or grows (0 if none).
+        growth: at most the cells the clique tables gain together: a new clique counts whole
+            and the targets of a join that it contains (then folded away) count negative;
+            other cliques that end up inside a neighbour are folded away too, and not
+            subtracted.
     """
 
     axes: tuple[int, ...]
@@ -62,6 +66,7 @@ class Plan:
     merges: tuple[tuple[int, tuple[tuple[int, tuple[int, ...]], ...]], ...] = ()
     join: bool = False
     largest: int = 0
+    growth: int = 0
 
 
 class JunctionTree:
@@ -296,14 +301,19 @@ class JunctionTree:
             # Each component is one clique: merge the touched ones into their product.
             touched = [order[0] for order, _ in groups]
             union = tuple(sorted(a for v in touched for a in self.cliques[v].axes))
-            return Plan(axes, False, tuple((v, ()) for v in touched), False, self.cells(union))
+            merged = self.cells(union)
+            return Plan(axes, False, tuple((v, ()) for v in touched), False, merged,
+                        merged - sum(self.cliques[v].table.size for v in touched))
         merges = []
-        largest = self.cells(axes) if len(groups) > 1 else 0
+        largest = growth = self.cells(axes) if len(groups) > 1 else 0
         for order, here in groups:
             target, additions, grown = self._best_target(order, here)
             merges.append((target, additions))
             largest = max(largest, *grown.values()) if grown else largest
-        return Plan(axes, False, tuple(merges), len(groups) > 1, largest)
+            growth += sum(cells - self.cliques[u].table.size for u, cells in grown.items())
+            if len(groups) > 1 and not grown and set(self.cliques[target].axes) <= set(axes):
+                growth -= self.cliques[target].table.size  # folded into the new clique
+        return Plan(axes, False, tuple(merges), len(groups) > 1, largest, growth)
 
     def split(self, axes: tuple[int, ...]) -> list[tuple[list[int], tuple[int, ...]]]:
         """The components holding some of ``axes``, each with the axes it holds."""

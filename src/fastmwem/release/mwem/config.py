@@ -181,6 +181,10 @@ class MWEMConfig:
         max_clique_cells: the largest clique (cells) of a factored model. Groups whose
             measurement would need a larger clique are left out of the selection; which ones
             follows from the domain and the groups already selected (public).
+        max_model_cells: the most cells a factored model's clique tables may hold together:
+            groups whose measurement would grow it past this are left out of the selection
+            (public, like the clique cap; AIM bounds its model's size so). ``None``: no bound
+            but the cliques'.
         candidates: what a round may select: ``"workload"`` (its groups), ``"closure"`` (also
             the marginals on subsets of each marginal group's attributes, which are cheaper to
             measure; :mod:`fastmwem.release.selection.candidates`), ``"supersets"`` (only the marginals
@@ -241,6 +245,7 @@ class MWEMConfig:
     noise_test: float | None = None
     model: str = "auto"
     max_clique_cells: int = DEFAULT_MAX_CLIQUE_CELLS
+    max_model_cells: int | None = None
     candidates: str = "auto"
     final_passes: int | None = None
     select_fraction: float | None = None
@@ -282,6 +287,8 @@ class MWEMConfig:
         _choice(self.output, "output", ("last", "average"))
         _choice(self.model, "model", MODELS)
         check_int(self.max_clique_cells, "max_clique_cells", minimum=1)
+        if self.max_model_cells is not None:
+            check_int(self.max_model_cells, "max_model_cells", minimum=1)
         _choice(self.candidates, "candidates", CANDIDATE_SETS)
         if self.final_passes is not None:
             check_int(self.final_passes, "final_passes", minimum=0, maximum=MAX_FINAL_PASSES)

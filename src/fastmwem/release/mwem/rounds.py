@@ -154,7 +154,8 @@ def one_way_start(private: PrivateView, workload: LinearWorkload, config: MWEMCo
         return MWState(domain, law.reshape(-1), total), measured
     state = FactoredState.from_noisy_marginals(
         domain, [m.values for m in measured], total, mix,
-        max_clique_cells=config.max_clique_cells, product=model == "product")
+        max_clique_cells=config.max_clique_cells, product=model == "product",
+        max_model_cells=config.max_model_cells)
     return state, measured
 
 
@@ -182,8 +183,10 @@ def _start(private: PrivateView, domain: Domain, config: MWEMConfig, model: str,
             parts = [np.asarray(each.release(m.reshape(-1), rng=rng), dtype=np.float64)
                      for m in one_way]
         return FactoredState.from_noisy_marginals(domain, parts, total, mix,
-                                                  max_clique_cells=cells, product=product)
-    return FactoredState(domain, total, max_clique_cells=cells, product=product)
+                                                  max_clique_cells=cells, product=product,
+                                                  max_model_cells=config.max_model_cells)
+    return FactoredState(domain, total, max_clique_cells=cells, product=product,
+                         max_model_cells=config.max_model_cells)
 
 
 class TotalEstimate:

@@ -255,6 +255,10 @@ def choose_model(config: MWEMConfig, workload: LinearWorkload,
     if cap < max(domain.shape):
         raise ValueError(f"max_clique_cells ({cap}) must be at least the "
                          f"largest attribute size ({max(domain.shape)})")
+    bound = config.max_model_cells
+    if bound is not None and bound < sum(domain.shape):
+        raise ValueError(f"max_model_cells ({bound}) must be at least the 1-way marginals' "
+                         f"cells ({sum(domain.shape)}), where a factored model starts")
     return model
 
 
