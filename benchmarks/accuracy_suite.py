@@ -70,21 +70,28 @@ def _estimators(**changes: str) -> dict[str, str]:
 #: The policies tried for each privacy definition (keyword arguments of mwem_with_defaults, and
 #: ``constants`` of the defaults). ``{}`` is the library's defaults; the other policies are
 #: written out in full, so that a change of the defaults does not change what they mean.
+#: The signal bound of a factored model's rounds turned off (the defaults before it, under
+#: pure DP; never on under zCDP so far).
+_NO_BOUND: dict[str, float | None] = {"pure": None, "zcdp": None}
 POLICIES: dict[str, dict[str, dict[str, object]]] = {
     "pure": {"pure-default": {},
+             # the defaults before the signal bound of a factored model's rounds: the ceiling
+             "pure-factored-ceiling": {"constants": {"FACTORED_NOISE_SHARE": _NO_BOUND}},
              # the defaults before the weighted final fit: passes on every model
              "pure-passes": {"constants": {"DEFAULT_ESTIMATOR": _estimators(
-                 pure_dense="passes", pure_factored="passes")}},
-             "pure-fixed": {"rounds": "fixed", "estimator": "passes"},
-             "pure-adaptive": {"rounds": "adaptive", "estimator": "passes"},
-             "pure-adaptive-finalfit": {"rounds": "adaptive", "estimator": "final-fit"},
+                 pure_dense="passes", pure_factored="passes"),
+                 "FACTORED_NOISE_SHARE": _NO_BOUND}},
+             "pure-fixed": {"rounds": "fixed", "estimator": "passes",
+                            "constants": {"FACTORED_NOISE_SHARE": _NO_BOUND}},
+             "pure-adaptive": {"rounds": "adaptive", "estimator": "passes",
+                               "constants": {"FACTORED_NOISE_SHARE": _NO_BOUND}},
+             "pure-adaptive-finalfit": {"rounds": "adaptive", "estimator": "final-fit",
+                                        "constants": {"FACTORED_NOISE_SHARE": _NO_BOUND}},
              # the weighted final fit on a factored model only
              "pure-factored-fit": {"constants": {"DEFAULT_ESTIMATOR": _estimators(
-                 pure_dense="passes")}},
-             # a factored model's rounds bounded by a typical pair's signal (signal_rounds)
+                 pure_dense="passes"), "FACTORED_NOISE_SHARE": _NO_BOUND}},
+             # a tighter signal bound (the default's share is 0.5)
              "pure-signal25": {"constants": {"FACTORED_NOISE_SHARE": {"pure": 0.25,
-                                                                      "zcdp": None}}},
-             "pure-signal50": {"constants": {"FACTORED_NOISE_SHARE": {"pure": 0.5,
                                                                       "zcdp": None}}}},
     "zcdp": {"zcdp-default": {},
              # the defaults before the weighted final fit on a factored model

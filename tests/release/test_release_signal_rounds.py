@@ -81,8 +81,9 @@ def test_a_factored_default_run_takes_the_signal_bound_when_it_is_set(monkeypatc
         return run_with_defaults(ds, w, privacy=privacy, model="junction-tree",
                                  rng=np.random.default_rng(0), **budget, **options)[1]
 
+    monkeypatch.setitem(auto.FACTORED_NOISE_SHARE, privacy, None)
     unbounded = chosen()
-    assert unbounded.rounds == unbounded.rounds_ceiling  # the bound is off by default
+    assert unbounded.rounds == unbounded.rounds_ceiling  # no bound: the ceiling
     monkeypatch.setitem(auto.FACTORED_NOISE_SHARE, privacy, 0.2)
     bounded = chosen()
     definition = definition_of(privacy)
@@ -100,3 +101,10 @@ def test_a_factored_default_run_takes_the_signal_bound_when_it_is_set(monkeypatc
     again = run_with_defaults(ds, w, privacy=privacy, model="dense", rounds="fixed",
                               rng=np.random.default_rng(0), **budget)[1]
     assert dense.rounds == again.rounds
+
+
+def test_the_defaults_bound_pure_rounds_only():
+    from fastmwem.release.mwem import auto
+
+    # the accuracy suite's leave-one-table-out choices (docs/mwem.md)
+    assert auto.FACTORED_NOISE_SHARE == {"pure": 0.5, "zcdp": None}

@@ -109,8 +109,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                              "adaptive when the budget is large next to the records (see "
                              "docs/mwem.md), else 25 (up to 50 on a junction tree); with pure "
                              "DP superset rounds when the "
-                             "noisy record count allows enough of them, else adaptive "
-                             "(see docs/mwem.md). A --rounds above the "
+                             "noisy record count allows enough of them, else adaptive, "
+                             "or on a junction tree up to 25, fewer where a typical pair "
+                             "would be mostly noise (see docs/mwem.md). A --rounds above the "
                              "number of candidate groups is an error")
     parser.add_argument("--reuse-passes", type=int, default=None,
                         help="most MW passes over all measurements per round (default "

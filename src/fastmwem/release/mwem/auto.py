@@ -22,7 +22,10 @@ rounds (``SUPERSET_MIN_ROUNDS``); if they do, the run measures them for
 :func:`superset_rounds` fixed rounds, and otherwise it anneals (adaptive rounds, 1-way
 marginals first), with the noise test at its end over every measurement. On a factored model
 the rule keeps its fixed rounds, without the first-round test (on adult annealing doubled the
-error, as under zCDP; on mroz the test left two seeds of three uniform). These choices were
+error, as under zCDP; on mroz the test left two seeds of three uniform), at most
+``FACTORED_MAX_ROUNDS`` and at most as many as keep a typical pair's measurement within
+``FACTORED_NOISE_SHARE`` of its signal (:func:`~fastmwem.release.mwem.regime.signal_rounds`).
+These choices were
 made with the accuracy suite's leave-one-table-out comparison (``benchmarks/accuracy_suite.py``);
 docs/mwem.md gives the held-out ratios to AIM.
 
@@ -143,7 +146,11 @@ FACTORED_MAX_ROUNDS: dict[str, int] = {"pure": 25, "zcdp": 50}
 #: The signal bound of a factored default run's fixed rounds, by definition
 #: (:func:`~fastmwem.release.mwem.regime.signal_rounds`): at most as many rounds as keep a
 #: typical pair's predicted error within this share; ``None``: no bound (the ceiling).
-FACTORED_NOISE_SHARE: dict[str, float | None] = {"pure": None, "zcdp": None}
+#: Under pure DP the accuracy suite's leave-one-table-out choice (0.5 won on every held-out
+#: table against no bound and 0.25: few rounds on small tables of large pairs, e.g. titanic,
+#: mroz, bundesliga). Under zCDP, whose noise grows as the square root of the rounds, the
+#: bound left one round at epsilon 0.3 on those tables and lost.
+FACTORED_NOISE_SHARE: dict[str, float | None] = {"pure": 0.5, "zcdp": None}
 #: The estimator of a default run when ``estimator`` is not given (``MWEMConfig.estimator``),
 #: by definition and model: ``"passes"`` (reuse passes, and on a factored model up to
 #: ``FINAL_PASSES_FACTORED`` final passes) or ``"final-fit"`` (the passes during the rounds,
@@ -265,8 +272,9 @@ def mwem_with_defaults(
     both at most the candidates; under pure DP with the first-round noise test
     (``noise_test=NOISE_TEST_ALPHA`` unless given) and, on a dense model, adaptively unless
     superset rounds are chosen (module docstring), else by the rounds rule of this module (a
-    factored model, without the test unless given, or options adaptive rounds do not admit:
-    a lazy selection, single queries). A pure-DP dense run whose
+    factored model, without the test unless given and within the signal bound
+    ``FACTORED_NOISE_SHARE``, or options adaptive rounds do not admit: a lazy selection,
+    single queries). A pure-DP dense run whose
     ``candidates`` are left to the default measures superset candidates instead
     (:func:`~fastmwem.release.selection.candidates.superset_workload`, with :func:`superset_rounds` and
     ``SUPERSET_SELECT_FRACTION``) when the linear rule allows at least ``SUPERSET_MIN_ROUNDS``
