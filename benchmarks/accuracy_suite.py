@@ -114,7 +114,14 @@ POLICIES: dict[str, dict[str, dict[str, object]]] = {
              "zcdp-signal30": {"constants": {"FACTORED_NOISE_SHARE": {"pure": None,
                                                                       "zcdp": 0.3}}},
              "zcdp-signal60": {"constants": {"FACTORED_NOISE_SHARE": {"pure": None,
-                                                                      "zcdp": 0.6}}}},
+                                                                      "zcdp": 0.6}}},
+             # the bound, but at least one round per attribute
+             "zcdp-signal30-floor": {"constants": {
+                 "FACTORED_NOISE_SHARE": {"pure": 0.5, "zcdp": 0.3},
+                 "FACTORED_ROUNDS_FLOOR": {"pure": False, "zcdp": True}}},
+             "zcdp-signal60-floor": {"constants": {
+                 "FACTORED_NOISE_SHARE": {"pure": 0.5, "zcdp": 0.6},
+                 "FACTORED_ROUNDS_FLOOR": {"pure": False, "zcdp": True}}}},
 }
 ORDERS = ("mean_l1_2way", "mean_l1_3way")
 

@@ -108,3 +108,25 @@ def test_the_defaults_bound_pure_rounds_only():
 
     # the accuracy suite's leave-one-table-out choices (docs/mwem.md)
     assert auto.FACTORED_NOISE_SHARE == {"pure": 0.5, "zcdp": None}
+    assert not any(auto.FACTORED_ROUNDS_FLOOR.values())
+
+
+@pytest.mark.parametrize("privacy", ["pure", "zcdp"])
+def test_the_floor_keeps_a_round_per_attribute(monkeypatch, privacy):
+    from fastmwem.release.mwem import auto
+
+    ds = table([6, 7, 5, 6, 4, 5], 2000, seed=1)
+    w = Marginals.all_kway(ds.domain, 2)
+    budget = dict(epsilon=1.0) if privacy == "pure" else dict(epsilon=1.0, delta=1e-9)
+    monkeypatch.setitem(auto.FACTORED_NOISE_SHARE, privacy, 1e-6)  # one round without floor
+
+    def rounds():
+        return run_with_defaults(ds, w, privacy=privacy, model="junction-tree",
+                                 rng=np.random.default_rng(0), **budget)[1].rounds
+
+    assert rounds() == 1
+    monkeypatch.setitem(auto.FACTORED_ROUNDS_FLOOR, privacy, True)
+    assert rounds() == 6  # the attributes
+    monkeypatch.setitem(auto.FACTORED_NOISE_SHARE, privacy, 100.0)  # the ceiling stays on top
+    monkeypatch.setitem(auto.FACTORED_MAX_ROUNDS, privacy, 4)
+    assert rounds() == 4

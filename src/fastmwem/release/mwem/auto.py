@@ -87,6 +87,7 @@ __all__ = ["mwem_with_defaults", "mwem_auto", "check_options", "MWEMChoices", "d
            "DEFAULT_ORDER", "MAX_DEFAULT_ROUNDS", "NOISE_SHARE", "NOISE_TEST_ALPHA",
            "SUPERSET_ROUNDS_SCALE", "SUPERSET_ROUNDS_POWER", "SUPERSET_MIN_ROUNDS",
            "SUPERSET_SELECT_FRACTION", "ZCDP_SUPERSET_ROUNDS_SCALE", "FACTORED_NOISE_SHARE",
+           "FACTORED_ROUNDS_FLOOR",
            "ZCDP_SUPERSET_ROUNDS_POWER", "MAX_SUPERSET_ROUNDS", "AUTO_REUSE_PASSES", "FACTORED_MAX_ROUNDS",
            "DEFAULT_ESTIMATOR"]
 
@@ -151,6 +152,9 @@ FACTORED_MAX_ROUNDS: dict[str, int] = {"pure": 25, "zcdp": 50}
 #: mroz, bundesliga). Under zCDP, whose noise grows as the square root of the rounds, the
 #: bound left one round at epsilon 0.3 on those tables and lost.
 FACTORED_NOISE_SHARE: dict[str, float | None] = {"pure": 0.5, "zcdp": None}
+#: Whether the signal bound keeps at least one round per attribute (at most the ceiling), so
+#: that the rounds can measure every 1-way marginal, as AIM does first; by definition.
+FACTORED_ROUNDS_FLOOR: dict[str, bool] = {"pure": False, "zcdp": False}
 #: The estimator of a default run when ``estimator`` is not given (``MWEMConfig.estimator``),
 #: by definition and model: ``"passes"`` (reuse passes, and on a factored model up to
 #: ``FINAL_PASSES_FACTORED`` final passes) or ``"final-fit"`` (the passes during the rounds,
@@ -539,14 +543,18 @@ def _signal_bound(ceiling: int, model: str, definition: PrivacyDefinition,
                   found: list[tuple[str, tuple[str, ...], int, float]] | None,
                   config: dict[str, Any], workload: LinearWorkload) -> int:
     """``ceiling``, lowered on a factored model by ``FACTORED_NOISE_SHARE`` when it is set
-    (:func:`~fastmwem.release.mwem.regime.signal_rounds`; public inputs only)."""
+    (:func:`~fastmwem.release.mwem.regime.signal_rounds`; public inputs only), to no fewer
+    than the attributes with ``FACTORED_ROUNDS_FLOOR``."""
     share = FACTORED_NOISE_SHARE.get(definition.name)
     if share is None or model == "dense" or not found:
         return ceiling
     fraction = config.get("select_fraction")
-    return signal_rounds(found, definition, budget, float(total), ceiling=ceiling, share=share,
-                         select_fraction=SELECT_FRACTION_FACTORED if fraction is None
-                         else float(fraction), integer=integer_valued(workload))
+    bound = signal_rounds(found, definition, budget, float(total), ceiling=ceiling, share=share,
+                          select_fraction=SELECT_FRACTION_FACTORED if fraction is None
+                          else float(fraction), integer=integer_valued(workload))
+    if FACTORED_ROUNDS_FLOOR.get(definition.name, False):
+        bound = max(bound, min(ceiling, len(workload.domain)))
+    return bound
 
 
 def _charged(result: MWEMResult, definition: PrivacyDefinition) -> Fraction:
