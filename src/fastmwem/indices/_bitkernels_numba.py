@@ -8,8 +8,10 @@ complement) held as bit planes, ``planes[w, p]`` = bit ``p`` of ``q`` over the c
 ``w``: ``<key, q> = sum_p weight_p popcount(key & plane_p)``, with ``weight_p = 2^p`` and
 ``-2^(P-1)`` for the top plane. ``P`` is ``PLANES`` or ``WIDE_PLANES``, read from the planes'
 shape: each has its own compiled kernels (the wide ones compiled, or loaded from numba's cache,
-on first use only). The loops over planes and words of a pass are unrolled at
-compile time, so the pass over the keys of a block vectorises (AVX-512 VPOPCNTQ where the CPU has
+on first use only). A pass scores groups of 4 key words on only as many planes as the widest of
+their cells needs (``_make_plan``: MWEM's queries on 16 planes need about 12 per word, a word
+of zeros none), with a compiled pass per plane count whose loops over planes and words are
+unrolled, so the pass over the keys of a block vectorises (AVX-512 VPOPCNTQ where the CPU has
 it): several times faster than a byte-table look-up per key byte, which cannot vectorise.
 
 ``top_candidates`` scans and keeps, per thread, the keys within a window of a running k-th best
@@ -54,7 +56,7 @@ PLANES = 10
 #: spread (a few dominant cells: the others round coarsely). Scores stay far from int64's range:
 #: ``|<key, q>| <= cells * 2^(WIDE_PLANES - 1)``, below 2^47 for 2^31 cells.
 WIDE_PLANES = 16
-# Key words per unrolled pass: 4 x PLANES popcounts keep the loop body small enough to vectorise.
+# Key words per unrolled pass: 4 x 16 popcounts keep the loop body small enough to vectorise.
 _GROUP = 4
 # Blocks below which the scan stays on one thread: waking workers costs more (milliseconds on a
 # busy machine) than it saves.
@@ -71,7 +73,9 @@ _SAMPLE_BLOCKS = 8
 _SUB = 16
 
 
-_Pass = Callable[[np.ndarray, int, int, int, np.ndarray, np.ndarray], None]
+_Pass = Callable[[np.ndarray, int, int, np.ndarray, np.ndarray, np.ndarray, bool], None]
+# A scan's passes (see _make_plan): the widths, key words and planes of its groups.
+_Plan = tuple[np.ndarray, np.ndarray, np.ndarray]
 _F = TypeVar("_F", bound=Callable[..., object])
 _T = TypeVar("_T")
 # LLVM IR emitters of the intrinsics: numba's lowering context and llvmlite's builder and values
@@ -79,58 +83,147 @@ _T = TypeVar("_T")
 _Codegen = Callable[[Any, Any, "Signature", list[Any]], Any]
 
 
-def _make_pass(group: int, first: bool, n_planes: int) -> _Pass:  # pragma: no cover - compiled
-    def _pass(words: np.ndarray, b: int, w0: int, r0: int, planes: np.ndarray,
-              acc: np.ndarray) -> None:
-        # acc[r] (+)= <key r0 + r, q> over the key words w0 .. w0 + group - 1
-        for r in range(acc.size):
-            s = 0
-            for p in range(n_planes - 1):
-                c = 0
-                for w in range(group):
+def _make_pass(n_planes: int) -> _Pass:  # pragma: no cover - compiled
+    def _pass(words: np.ndarray, b: int, r0: int, slots: np.ndarray, planes: np.ndarray,
+              acc: np.ndarray, first: bool) -> None:
+        # acc[r] (+)= <key r0 + r, q> over the key words slots[0 .. 3], on n_planes planes
+        # (planes[j, p] of word slots[j]); the loop over r is written twice so that each copy
+        # vectorises (a branch inside it would not)
+        i0, i1, i2, i3 = slots[0], slots[1], slots[2], slots[3]
+        top = n_planes - 1
+        if first:
+            for r in range(acc.size):
+                x0, x1 = words[b, i0, r0 + r], words[b, i1, r0 + r]
+                x2, x3 = words[b, i2, r0 + r], words[b, i3, r0 + r]
+                s = 0
+                for p in range(top):
                     # numba drops an intrinsic's typing context from its signature; its
                     # hints do not (also below)
-                    c += _popcount(words[b, w0 + w, r0 + r] & planes[w0 + w, p])  # type: ignore[call-arg]
-                s += np.int64(c) << p
-            c = 0
-            for w in range(group):
-                c += _popcount(words[b, w0 + w, r0 + r] & planes[w0 + w, n_planes - 1])  # type: ignore[call-arg]
-            s -= np.int64(c) << (n_planes - 1)
-            if first:
-                acc[r] = s
-            else:
-                acc[r] += s
+                    c = (_popcount(x0 & planes[0, p]) + _popcount(x1 & planes[1, p])  # type: ignore[call-arg]
+                         + _popcount(x2 & planes[2, p]) + _popcount(x3 & planes[3, p]))  # type: ignore[call-arg]
+                    s += np.int64(c) << p
+                c = (_popcount(x0 & planes[0, top]) + _popcount(x1 & planes[1, top])  # type: ignore[call-arg]
+                     + _popcount(x2 & planes[2, top]) + _popcount(x3 & planes[3, top]))  # type: ignore[call-arg]
+                acc[r] = s - (np.int64(c) << top)
+        else:
+            for r in range(acc.size):
+                x0, x1 = words[b, i0, r0 + r], words[b, i1, r0 + r]
+                x2, x3 = words[b, i2, r0 + r], words[b, i3, r0 + r]
+                s = 0
+                for p in range(top):
+                    c = (_popcount(x0 & planes[0, p]) + _popcount(x1 & planes[1, p])  # type: ignore[call-arg]
+                         + _popcount(x2 & planes[2, p]) + _popcount(x3 & planes[3, p]))  # type: ignore[call-arg]
+                    s += np.int64(c) << p
+                c = (_popcount(x0 & planes[0, top]) + _popcount(x1 & planes[1, top])  # type: ignore[call-arg]
+                     + _popcount(x2 & planes[2, top]) + _popcount(x3 & planes[3, top]))  # type: ignore[call-arg]
+                acc[r] += s - (np.int64(c) << top)
     # A name of its own per variant: compiled code calls a function by a symbol made of its
     # qualified name and a per-process counter, so a pass loaded from numba's cache could share
     # a symbol with one compiled in this process for another plane count (the wrong one ran).
-    _pass.__qualname__ = _pass.__name__ = f"_pass{group}{'' if first else '_add'}_{n_planes}"
+    _pass.__qualname__ = _pass.__name__ = f"_group_pass_{n_planes}"
     return _pass
 
 
-def _score_keys(words: np.ndarray, b: int, r0: int,  # pragma: no cover - compiled
-                planes: np.ndarray, acc: np.ndarray) -> None:
-    """``acc[r]`` = integer score of key ``r0 + r`` of block ``b``."""
-    n_words = words.shape[1]
-    rest = n_words % _GROUP
-    # the first pass writes acc, the others add to it
-    if rest == 0:
-        _first4(words, b, 0, r0, planes, acc)
-    elif rest == 1:
-        _first1(words, b, 0, r0, planes, acc)
-    elif rest == 2:
-        _first2(words, b, 0, r0, planes, acc)
+def _group_pass(width: int, words: np.ndarray, b: int, r0: int,  # pragma: no cover - compiled
+                slots: np.ndarray, planes: np.ndarray, acc: np.ndarray, first: bool) -> None:
+    """The pass of ``width`` planes (compiled loops are unrolled for a fixed count)."""
+    if width <= 8:
+        if width <= 4:
+            if width == 1:
+                _pass1(words, b, r0, slots, planes, acc, first)
+            elif width == 2:
+                _pass2(words, b, r0, slots, planes, acc, first)
+            elif width == 3:
+                _pass3(words, b, r0, slots, planes, acc, first)
+            else:
+                _pass4(words, b, r0, slots, planes, acc, first)
+        elif width == 5:
+            _pass5(words, b, r0, slots, planes, acc, first)
+        elif width == 6:
+            _pass6(words, b, r0, slots, planes, acc, first)
+        elif width == 7:
+            _pass7(words, b, r0, slots, planes, acc, first)
+        else:
+            _pass8(words, b, r0, slots, planes, acc, first)
+    elif width <= 12:
+        if width == 9:
+            _pass9(words, b, r0, slots, planes, acc, first)
+        elif width == 10:
+            _pass10(words, b, r0, slots, planes, acc, first)
+        elif width == 11:
+            _pass11(words, b, r0, slots, planes, acc, first)
+        else:
+            _pass12(words, b, r0, slots, planes, acc, first)
+    elif width == 13:
+        _pass13(words, b, r0, slots, planes, acc, first)
+    elif width == 14:
+        _pass14(words, b, r0, slots, planes, acc, first)
+    elif width == 15:
+        _pass15(words, b, r0, slots, planes, acc, first)
     else:
-        _first3(words, b, 0, r0, planes, acc)
-    for w0 in range(rest if rest else _GROUP, n_words, _GROUP):
-        _add4(words, b, w0, r0, planes, acc)
+        _pass16(words, b, r0, slots, planes, acc, first)
 
 
-def _scan(words: np.ndarray, planes: np.ndarray, absolute: bool,  # pragma: no cover - compiled
+def _score_keys(words: np.ndarray, b: int, r0: int, plan: _Plan,  # pragma: no cover - compiled
+                acc: np.ndarray) -> None:
+    """``acc[r]`` = integer score of key ``r0 + r`` of block ``b``: one pass per group of
+    ``plan`` (see ``_make_plan``), the first writing ``acc``, the others adding to it."""
+    widths, slots, planes = plan
+    if widths.size == 0:  # q is 0
+        acc[:] = 0
+    for g in range(widths.size):
+        _group_pass(widths[g], words, b, r0, slots[g], planes[g], acc, g == 0)
+
+
+def _make_plan(planes: np.ndarray, widths: np.ndarray, slots: np.ndarray,  # pragma: no cover
+               grouped: np.ndarray) -> int:
+    """The passes of a scan over ``planes``: groups of ``_GROUP`` key words, each scored on as
+    many planes as its widest word needs; returns the number of groups.
+
+    Why the scores are the same. The cells of word ``w`` all fit in ``t`` bits of two's
+    complement exactly when planes ``t - 1 .. P - 1`` of the word are equal (each cell's bits
+    above ``t - 2`` copy its sign): its part of ``<key, q>`` is then
+    ``sum_{p < t-1} 2^p c_p - 2^(t-1) c_(t-1)``, ``c_p`` the popcount of the key word and
+    plane ``p``. Planes ``t - 1 .. P - 1`` of weights ``2^(t-1) .. 2^(P-2), -2^(P-1)`` count
+    the same ``c``, which they weigh ``-2^(t-1)`` in all: both sums are equal, in integers.
+    Scored on more planes than it needs (``t' > t``, the group's width), a word's sum is the
+    same again, for the same reason. A word whose planes are all 0 (its cells are 0) adds 0 and
+    is left out; a group short of words is filled with a word on planes of 0 (it adds 0).
+
+    ``widths[g]``, ``slots[g, j]`` (``j < _GROUP``) and ``grouped[g, j, p]`` are group ``g``'s
+    plane count, key words and their planes; the groups are in decreasing width.
+    """
+    n_words, n_planes = planes.shape
+    own = np.zeros(n_words, np.int64)
+    for w in range(n_words):
+        sign = planes[w, n_planes - 1]
+        t = n_planes
+        while t > 1 and planes[w, t - 2] == sign:
+            t -= 1
+        own[w] = 0 if t == 1 and sign == 0 else t
+    order = np.argsort(-own, kind="mergesort")
+    used = 0
+    while used < n_words and own[order[used]] > 0:
+        used += 1
+    n_groups = -(-used // _GROUP)
+    grouped[:n_groups] = 0
+    for g in range(n_groups):
+        widths[g] = own[order[_GROUP * g]]
+        for j in range(_GROUP):
+            i = _GROUP * g + j
+            w = order[i] if i < used else order[_GROUP * g]
+            slots[g, j] = w
+            if i < used:
+                grouped[g, j, :] = planes[w, :]
+    return n_groups
+
+
+def _scan(words: np.ndarray, plan: _Plan, absolute: bool,  # pragma: no cover - compiled
           out: np.ndarray) -> None:
     n_blocks, _, width = words.shape
     for b in prange(n_blocks):
         acc = out[b * width:(b + 1) * width]
-        _score_keys(words, b, 0, planes, acc)
+        _score_keys(words, b, 0, plan, acc)
         if absolute:
             for r in range(width):
                 acc[r] = abs(acc[r])
@@ -167,7 +260,7 @@ def _compact(ids: np.ndarray, values: np.ndarray, count: int,  # pragma: no cove
     return kept
 
 
-def _block_scores(words: np.ndarray, b: int, planes: np.ndarray, absolute: bool,
+def _block_scores(words: np.ndarray, b: int, plan: _Plan, absolute: bool,
                   sampled: int, sample: np.ndarray, acc: np.ndarray) -> None:
     # pragma: no cover - compiled
     """``acc`` = the scores (or absolute scores) of block ``b``'s keys; the blocks of the sample
@@ -176,7 +269,7 @@ def _block_scores(words: np.ndarray, b: int, planes: np.ndarray, absolute: bool,
     if b < sampled:
         acc[:] = sample[b * width:(b + 1) * width]
         return
-    _score_keys(words, b, 0, planes, acc)
+    _score_keys(words, b, 0, plan, acc)
     if absolute:
         for r in range(width):
             acc[r] = abs(acc[r])
@@ -209,7 +302,7 @@ def _record_maxima(acc: np.ndarray, stop: int, b: int, threshold: int, flags: np
         maxima[b * size + i] = x if x > y else y
 
 
-def _collect(words: np.ndarray, planes: np.ndarray, n: int, absolute: bool, k: int, window: int,
+def _collect(words: np.ndarray, plan: _Plan, n: int, absolute: bool, k: int, window: int,
              queue: np.ndarray, shared: np.ndarray, sampled: int, sample: np.ndarray,
              maxima: np.ndarray, ids: np.ndarray, values: np.ndarray) -> int:
     # pragma: no cover - compiled
@@ -239,7 +332,7 @@ def _collect(words: np.ndarray, planes: np.ndarray, n: int, absolute: bool, k: i
         b = _take(queue)  # type: ignore[call-arg,var-annotated]
         if b >= n_blocks:
             break
-        _block_scores(words, b, planes, absolute, sampled, sample, acc)
+        _block_scores(words, b, plan, absolute, sampled, sample, acc)
         stop = min(width, n - b * width)
         threshold = max(threshold, shared[0])
         _record_maxima(acc, stop, b, threshold, flags, pairs, maxima)
@@ -288,7 +381,7 @@ def _raise(ids: np.ndarray, values: np.ndarray, count: int, k: int, window: int,
     return threshold, _compact(ids, values, count, threshold)
 
 
-def _top_candidates(words: np.ndarray, planes: np.ndarray, n: int, absolute: bool, k: int,
+def _top_candidates(words: np.ndarray, plan: _Plan, n: int, absolute: bool, k: int,
                     window: int, rank: int, sample: np.ndarray, maxima: np.ndarray,
                     ids: np.ndarray, values: np.ndarray, counts: np.ndarray) -> int:
     # pragma: no cover - compiled
@@ -302,7 +395,7 @@ def _top_candidates(words: np.ndarray, planes: np.ndarray, n: int, absolute: boo
         # at most the rank-th best score of the first blocks (all full), minus the window
         for b in prange(sampled):
             acc = sample[b * width:(b + 1) * width]
-            _score_keys(words, b, 0, planes, acc)
+            _score_keys(words, b, 0, plan, acc)
             if absolute:
                 for r in range(width):
                     acc[r] = abs(acc[r])
@@ -310,12 +403,12 @@ def _top_candidates(words: np.ndarray, planes: np.ndarray, n: int, absolute: boo
         shared[0] = _kth_bound(sample, rank, bins) - window
     start = shared[0]
     for t in prange(counts.size):
-        counts[t] = _collect(words, planes, n, absolute, k, window, queue, shared, sampled,
+        counts[t] = _collect(words, plan, n, absolute, k, window, queue, shared, sampled,
                              sample, maxima, ids[t], values[t])
     return start
 
 
-def _rescan_subblocks(words: np.ndarray, planes: np.ndarray, n: int,  # pragma: no cover
+def _rescan_subblocks(words: np.ndarray, plan: _Plan, n: int,  # pragma: no cover
                       absolute: bool, chosen: np.ndarray, lower: int, upper: int,
                       ids: np.ndarray, values: np.ndarray) -> int:
     """Ids and scores of the keys of the sub-blocks ``chosen`` (flat sub-block numbers) that
@@ -326,7 +419,7 @@ def _rescan_subblocks(words: np.ndarray, planes: np.ndarray, n: int,  # pragma: 
     count = 0
     for i in range(chosen.size):
         b, j = chosen[i] // subs, chosen[i] % subs
-        _score_keys(words, b, j * _SUB, planes, acc)
+        _score_keys(words, b, j * _SUB, plan, acc)
         first = b * width + j * _SUB
         for r in range(min(_SUB, n - first)):
             score = abs(acc[r]) if absolute else acc[r]
@@ -359,19 +452,13 @@ def _renamed(func: _F, suffix: str, names: dict[str, Any] | None = None) -> _F:
     return cast(_F, copy)
 
 
-def _passes(n_planes: int) -> tuple[_Pass, ...]:
-    """The compiled passes ``_score_keys`` calls (``_first1`` .. ``_first4``, ``_add4``)."""
-    return (*(_jit(_make_pass(g, True, n_planes)) for g in (1, 2, 3, 4)),
-            _jit(_make_pass(_GROUP, False, n_planes)))
-
-
-def _plane_kernels(passes: tuple[_Pass, ...], suffix: str) -> tuple[Any, ...]:
+def _plane_kernels(passes: dict[str, _Pass], suffix: str) -> tuple[Any, ...]:
     """The compiled scan (serial, parallel), search (serial, parallel) and sub-block rescan
-    over the planes of ``passes``, each named with ``suffix``: the kernels they call resolve
-    to these passes through a copy of the module's names."""
+    over the group passes ``passes`` (``_pass1`` .. ``_pass16``), each named with ``suffix``:
+    the kernels they call resolve to these passes through a copy of the module's names."""
     names = dict(globals())
-    names.update(zip(("_first1", "_first2", "_first3", "_first4", "_add4"), passes))
-    for func in (_score_keys, _block_scores, _collect):
+    names.update(passes)
+    for func in (_group_pass, _score_keys, _block_scores, _collect):
         names[func.__name__] = _jit(_renamed(func, suffix, names))
     return (_jit(_renamed(_scan, suffix, names)),
             _parallel_jit(_renamed(_scan, suffix + "_parallel", names)),
@@ -406,13 +493,20 @@ if AVAILABLE:
     _raise = _jit(_raise)
     _record_maxima = _jit(_record_maxima)
     _planes = _jit(_planes)
+    _make_plan = _jit(_make_plan)
     # The kernels that score keys, once per plane count (the shared ones above come first: the
-    # copies of the module's names taken by _plane_kernels must hold them compiled).
-    _first1, _first2, _first3, _first4, _add4 = _passes(PLANES)
+    # copies of the module's names taken by _plane_kernels must hold them compiled). A group is
+    # never wider than the planes, so the 10-plane kernels call (and compile) only the passes of
+    # up to 10 planes: the names of the wider ones stand for the 10-plane pass there.
+    _group_passes = {f"_pass{t}": _jit(_make_pass(t)) for t in range(1, WIDE_PLANES + 1)}
+    (_pass1, _pass2, _pass3, _pass4, _pass5, _pass6, _pass7, _pass8, _pass9, _pass10, _pass11,
+     _pass12, _pass13, _pass14, _pass15, _pass16) = _group_passes.values()
     (_scan_serial, _scan_parallel, _top_serial, _top_parallel,
-     _rescan_serial) = _plane_kernels((_first1, _first2, _first3, _first4, _add4), "")
+     _rescan_serial) = _plane_kernels(
+         {name: _group_passes[f"_pass{min(t, PLANES)}"]
+          for t, name in enumerate(_group_passes, start=1)}, "")
     (_scan_serial_wide, _scan_parallel_wide, _top_serial_wide, _top_parallel_wide,
-     _rescan_serial_wide) = _plane_kernels(_passes(WIDE_PLANES), "_wide")
+     _rescan_serial_wide) = _plane_kernels(_group_passes, "_wide")
 
 
 def _threaded(serial: Callable[..., _T], parallel: Callable[..., _T], threads: int, n_blocks: int,
@@ -439,13 +533,24 @@ def bit_planes(q: np.ndarray, n_words: int, n_planes: int = PLANES) -> np.ndarra
     return planes
 
 
+def plan(planes: np.ndarray) -> _Plan:
+    """The group passes of a scan over ``planes`` (see ``_make_plan``)."""
+    n_words, n_planes = planes.shape
+    groups = -(-n_words // _GROUP)
+    widths = np.empty(groups, dtype=np.int64)
+    slots = np.empty((groups, _GROUP), dtype=np.int64)
+    grouped = np.empty((groups, _GROUP, n_planes), dtype=np.uint64)
+    used = _make_plan(planes, widths, slots, grouped)
+    return widths[:used], slots[:used], grouped[:used]
+
+
 def scan(words: np.ndarray, planes: np.ndarray, absolute: bool, threads: int) -> np.ndarray:
     """Integer score ``<key, q>`` of every stored key (or its absolute value), padding keys of
     the last block included, on ``threads`` threads."""
     out = np.empty(words.shape[0] * words.shape[2], dtype=np.int64)
     serial, parallel = ((_scan_serial, _scan_parallel) if planes.shape[1] == PLANES
                         else (_scan_serial_wide, _scan_parallel_wide))
-    _threaded(serial, parallel, threads, words.shape[0], words, planes, absolute,
+    _threaded(serial, parallel, threads, words.shape[0], words, plan(planes), absolute,
               out)
     return out
 
@@ -492,7 +597,8 @@ def top_candidates(words: np.ndarray, planes: np.ndarray, n: int, absolute: bool
     counts = _buffer(kept, "counts", (chunks,))
     serial, parallel = ((_top_serial, _top_parallel) if planes.shape[1] == PLANES
                         else (_top_serial_wide, _top_parallel_wide))
-    start = _threaded(serial, parallel, chunks, n_blocks, words, planes, n, absolute,
+    passes = plan(planes)
+    start = _threaded(serial, parallel, chunks, n_blocks, words, passes, n, absolute,
                       k, window, rank, sample, maxima, ids, values, counts)
     if np.all(counts >= 0):  # copies: the buffers are the next search's
         ids_found = np.concatenate([ids[t, :counts[t]] for t in range(chunks)])
@@ -503,8 +609,8 @@ def top_candidates(words: np.ndarray, planes: np.ndarray, n: int, absolute: bool
     else:  # ties crowded a buffer: the pass's candidates are incomplete
         ids_found = values_found = np.empty(0, dtype=np.int64)
         upper = -_NEVER
-    more_ids, more_values, rescanned = _second_look(words, planes, n, absolute, k, window,
-                                                    maxima, upper)
+    more_ids, more_values, rescanned = _second_look(words, planes, passes, n, absolute, k,
+                                                    window, maxima, upper)
     return (np.concatenate([ids_found, more_ids]), np.concatenate([values_found, more_values]),
             rescanned)
 
@@ -520,8 +626,8 @@ def _buffer(kept: dict[str, np.ndarray], name: str, shape: tuple[int, ...]) -> n
     return arr[:size].reshape(shape)
 
 
-def _second_look(words: np.ndarray, planes: np.ndarray, n: int, absolute: bool, k: int,
-                 window: int, maxima: np.ndarray, upper: int
+def _second_look(words: np.ndarray, planes: np.ndarray, passes: _Plan, n: int, absolute: bool,
+                 k: int, window: int, maxima: np.ndarray, upper: int
                  ) -> tuple[np.ndarray, np.ndarray, int]:
     """The keys scoring in ``[lower, upper)`` that a search still needs, by rescanning only the
     sub-blocks whose best score reaches ``lower``; and how many keys were rescanned.
@@ -552,7 +658,7 @@ def _second_look(words: np.ndarray, planes: np.ndarray, n: int, absolute: bool, 
     ids = np.empty(size, dtype=np.int64)
     values = np.empty(size, dtype=np.int64)
     rescan = _rescan_serial if planes.shape[1] == PLANES else _rescan_serial_wide
-    count = rescan(words, planes, n, absolute, chosen, lower, upper, ids, values)
+    count = rescan(words, passes, n, absolute, chosen, lower, upper, ids, values)
     return ids[:count], values[:count], size
 
 
