@@ -89,12 +89,14 @@ def _make_pass(n_planes: int) -> _Pass:  # pragma: no cover - compiled
         # acc[r] (+)= <key r0 + r, q> over the key words slots[0 .. 3], on n_planes planes
         # (planes[j, p] of word slots[j]); the loop over r is written twice so that each copy
         # vectorises (a branch inside it would not)
-        i0, i1, i2, i3 = slots[0], slots[1], slots[2], slots[3]
+        stop = r0 + acc.size
+        row0, row1 = words[b, slots[0], r0:stop], words[b, slots[1], r0:stop]
+        row2, row3 = words[b, slots[2], r0:stop], words[b, slots[3], r0:stop]
         top = n_planes - 1
         if first:
             for r in range(acc.size):
-                x0, x1 = words[b, i0, r0 + r], words[b, i1, r0 + r]
-                x2, x3 = words[b, i2, r0 + r], words[b, i3, r0 + r]
+                x0, x1 = row0[r], row1[r]
+                x2, x3 = row2[r], row3[r]
                 s = 0
                 for p in range(top):
                     # numba drops an intrinsic's typing context from its signature; its
@@ -107,8 +109,8 @@ def _make_pass(n_planes: int) -> _Pass:  # pragma: no cover - compiled
                 acc[r] = s - (np.int64(c) << top)
         else:
             for r in range(acc.size):
-                x0, x1 = words[b, i0, r0 + r], words[b, i1, r0 + r]
-                x2, x3 = words[b, i2, r0 + r], words[b, i3, r0 + r]
+                x0, x1 = row0[r], row1[r]
+                x2, x3 = row2[r], row3[r]
                 s = 0
                 for p in range(top):
                     c = (_popcount(x0 & planes[0, p]) + _popcount(x1 & planes[1, p])  # type: ignore[call-arg]
