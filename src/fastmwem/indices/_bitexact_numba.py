@@ -66,20 +66,26 @@ def _sums(words: np.ndarray, ids: np.ndarray, tables: np.ndarray,  # pragma: no 
             slot[w] = n_used
             used[n_used] = w
             n_used += 1
-    rows = np.empty((_BATCH, max(n_used, 1)), np.uint64)
+    rows = np.empty((max(n_used, 1), _BATCH), np.uint64)
+    sums = np.empty(_BATCH)
     for s in range(0, ids.size, _BATCH):
         stop = min(s + _BATCH, ids.size)
         for i in range(s, stop):
             b, r = ids[i] // width, ids[i] % width
             for t in range(n_used):
-                rows[i - s, t] = words[b, used[t], r]
-        for i in range(s, stop):
-            acc = 0.0
-            for a in range(n_active):
-                j = active[a]
-                byte = (rows[i - s, slot[j >> 3]] >> np.uint64(8 * (j & 7))) & np.uint64(0xFF)
-                acc += tables[j, byte]
-            out[i] = acc
+                rows[t, i - s] = words[b, used[t], r]
+        # Byte by byte over the batch: each key's sum takes its additions in the same order,
+        # and the keys' sums are independent chains (one key at a time waited on each
+        # addition's latency).
+        sums[:] = 0.0
+        for a in range(n_active):
+            j = active[a]
+            row = rows[slot[j >> 3]]
+            shift = np.uint64(8 * (j & 7))
+            table = tables[j]
+            for i in range(stop - s):
+                sums[i] += table[(row[i] >> shift) & np.uint64(0xFF)]
+        out[s:stop] = sums[:stop - s]
 
 
 def _window(ids: np.ndarray, approx: np.ndarray, k: int, window: int) -> np.ndarray:
