@@ -162,3 +162,37 @@ def test_moderately_wide_queries_take_fewer_than_16_bits_and_stay_exact(monkeypa
     assert used == [10, 10 + extra] and fast.last_planes == 16
     exact = keys.astype(np.float64) @ v
     np.testing.assert_array_equal(np.sort(ids[0]), np.sort(np.lexsort((np.arange(n), -exact))[:k]))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_key_words_copied_by_the_pass_rescore_as_those_read_from_the_index(monkeypatch, threads):
+    # The pass copies its candidates' key words (compacted with them as the threshold rises);
+    # rescored from those copies or from the index, a search returns the same bits.
+    kernels = _kernels()
+    rng = np.random.default_rng(24)
+    d, n = 520, 9 * BLOCK + 100
+    keys = rng.random((n, d)) < 0.5
+    index = BitPackedIndex(d, backend="numba", threads=threads, progress=False)
+    index.add(keys)
+    queries = _adversarial(rng, d)
+    found, copied = [], 0
+    for row_bytes in (kernels._ROW_BYTES, 0):
+        monkeypatch.setattr(kernels, "_ROW_BYTES", row_bytes)
+        for v in queries:
+            planes, window = index._planes(v)
+            ids, approx, rows, rescanned = kernels.top_candidates(
+                index._words, planes, n, True, 40, window, threads, {})
+            if row_bytes and rescanned < 0:  # a second look's keys are not copied
+                assert rows is not None and rows.shape == (ids.size, index._words.shape[1])
+                width = index._words.shape[2]
+                np.testing.assert_array_equal(rows, index._words[ids // width, :, ids % width])
+                copied += 1
+            else:
+                assert rows is None
+            found.append([index.search_abs(v, k) for k in (1, 40, 700)])
+    assert copied >= len(queries) - 2
+    half = len(found) // 2
+    for with_rows, without in zip(found[:half], found[half:]):
+        for (s1, i1), (s2, i2) in zip(with_rows, without):
+            np.testing.assert_array_equal(i1, i2)
+            assert s1.tobytes() == s2.tobytes()

@@ -67,6 +67,8 @@ _BUFFER = 32
 _MIN_BUFFER = 16384
 _NEVER = -(2**62)  # below every score (|score| <= 2^(WIDE_PLANES - 1) per cell)
 _PADDING = _NEVER - 1  # the score of a padding key in the sub-block maxima: below any threshold
+# Bytes of key words a thread's buffer may copy for its candidates (top_candidates).
+_ROW_BYTES = 1 << 24
 # Blocks scored first to guess the starting threshold of a search (see top_candidates).
 _SAMPLE_BLOCKS = 8
 # Keys per sub-block whose best score a search records: the unit a failed guess rescans.
@@ -251,13 +253,18 @@ def _kth_bound(values: np.ndarray, k: int,  # pragma: no cover - compiled
     return lo
 
 
-def _compact(ids: np.ndarray, values: np.ndarray, count: int,  # pragma: no cover - compiled
-             threshold: int) -> int:
+def _compact(ids: np.ndarray, values: np.ndarray, rows: np.ndarray,  # pragma: no cover
+             count: int, threshold: int) -> int:
+    """The candidates scoring at least ``threshold`` moved to the front (with their key words
+    in ``rows``, when it has any); returns their count."""
     kept = 0
+    n_words = rows.shape[1] if rows.shape[0] else 0
     for i in range(count):
         if values[i] >= threshold:
             ids[kept] = ids[i]
             values[kept] = values[i]
+            for w in range(n_words):
+                rows[kept, w] = rows[i, w]
             kept += 1
     return kept
 
@@ -306,13 +313,15 @@ def _record_maxima(acc: np.ndarray, stop: int, b: int, threshold: int, flags: np
 
 def _collect(words: np.ndarray, plan: _Plan, n: int, absolute: bool, k: int, window: int,
              queue: np.ndarray, shared: np.ndarray, sampled: int, sample: np.ndarray,
-             maxima: np.ndarray, ids: np.ndarray, values: np.ndarray) -> int:
+             maxima: np.ndarray, ids: np.ndarray, values: np.ndarray, rows: np.ndarray) -> int:
     # pragma: no cover - compiled
     """Keys within ``window`` of the running k-th best score, over the blocks this thread takes
     from ``queue`` (a block counter shared by the threads, so a thread slowed down by other work
     takes fewer blocks): ids and integer scores, and the best score of every sub-block of
     ``_SUB`` keys in ``maxima``. Returns the count of keys, or -1 when more than half the buffer
     stays within the window (ties): the keys are then no longer collected, but the maxima are.
+    When ``rows`` has rows, ``rows[i]`` gets the key words of candidate ``i``, read while its
+    block is in cache (rescoring them from ``words`` later costs a cache miss per word).
 
     ``shared[0]`` is the highest threshold any thread has reached: each is at most the k-th
     best score of some keys minus ``window``, so at most the final one, and any thread may use
@@ -320,6 +329,7 @@ def _collect(words: np.ndarray, plan: _Plan, n: int, absolute: bool, k: int, win
     """
     n_blocks, n_words, width = words.shape
     cap = ids.size
+    copied = n_words if rows.shape[0] else 0
     acc = np.empty(width, np.int64)
     # flags[r] = key r reaches the threshold; read 8 at a time, most words are 0
     flags = np.zeros(width, np.uint8)
@@ -347,8 +357,8 @@ def _collect(words: np.ndarray, plan: _Plan, n: int, absolute: bool, k: int, win
                 if not flags[r] or acc[r] < threshold:
                     continue
                 if count == cap:
-                    threshold, count = _raise(ids, values, count, k, window, threshold, bins,
-                                              shared)
+                    threshold, count = _raise(ids, values, rows, count, k, window,
+                                              threshold, bins, shared)
                     if 2 * count > cap and cap < n:
                         crowded = True  # ties crowd the buffer (one that holds every key cannot)
                         break
@@ -357,21 +367,24 @@ def _collect(words: np.ndarray, plan: _Plan, n: int, absolute: bool, k: int, win
                         continue
                 ids[count] = b * width + r
                 values[count] = acc[r]
+                for w in range(copied):
+                    rows[count, w] = words[b, w, r]
                 count += 1
             if crowded:
                 break
         # Raised once the candidates grow by a quarter (or k / 4): near the candidates of an
         # exact running k-th best, at O(1) amortised per candidate.
         if not crowded and 4 * (count - settled) >= max(k, count, 64):
-            threshold, count = _raise(ids, values, count, k, window, threshold, bins, shared)
+            threshold, count = _raise(ids, values, rows, count, k, window, threshold, bins,
+                                      shared)
             settled = count
     if crowded:
         return -1
-    return _compact(ids, values, count, max(threshold, shared[0]))
+    return _compact(ids, values, rows, count, max(threshold, shared[0]))
 
 
-def _raise(ids: np.ndarray, values: np.ndarray, count: int, k: int, window: int, threshold: int,
-           bins: np.ndarray, shared: np.ndarray) -> tuple[int, int]:
+def _raise(ids: np.ndarray, values: np.ndarray, rows: np.ndarray, count: int, k: int,
+           window: int, threshold: int, bins: np.ndarray, shared: np.ndarray) -> tuple[int, int]:
     # pragma: no cover - compiled
     """The threshold raised to the k-th best score of the candidates minus ``window`` (or the
     shared one, if higher), shared, and the candidates compacted to it."""
@@ -380,12 +393,13 @@ def _raise(ids: np.ndarray, values: np.ndarray, count: int, k: int, window: int,
         threshold = max(threshold, _kth_bound(values[:count], k, bins) - window)
     if threshold > shared[0]:
         shared[0] = threshold
-    return threshold, _compact(ids, values, count, threshold)
+    return threshold, _compact(ids, values, rows, count, threshold)
 
 
 def _top_candidates(words: np.ndarray, plan: _Plan, n: int, absolute: bool, k: int,
                     window: int, rank: int, sample: np.ndarray, maxima: np.ndarray,
-                    ids: np.ndarray, values: np.ndarray, counts: np.ndarray) -> int:
+                    ids: np.ndarray, values: np.ndarray, rows: np.ndarray,
+                    counts: np.ndarray) -> int:
     # pragma: no cover - compiled
     """The threads' candidates (see ``_collect``), from a threshold starting at a guess when
     ``sample`` is not empty; returns that starting threshold."""
@@ -406,7 +420,7 @@ def _top_candidates(words: np.ndarray, plan: _Plan, n: int, absolute: bool, k: i
     start = shared[0]
     for t in prange(counts.size):
         counts[t] = _collect(words, plan, n, absolute, k, window, queue, shared, sampled,
-                             sample, maxima, ids[t], values[t])
+                             sample, maxima, ids[t], values[t], rows[t])
     return start
 
 
@@ -559,10 +573,14 @@ def scan(words: np.ndarray, planes: np.ndarray, absolute: bool, threads: int) ->
 
 def top_candidates(words: np.ndarray, planes: np.ndarray, n: int, absolute: bool, k: int,
                    window: int, threads: int, buffers: dict[str, np.ndarray] | None = None
-                   ) -> tuple[np.ndarray, np.ndarray, int]:
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, int]:
     """Ids and integer scores of a superset of the keys whose score is at least the k-th best
-    score minus ``window`` (``1 <= k < n``), and how many keys a second look rescored (-1 when
-    there was none).
+    score minus ``window`` (``1 <= k < n``), their key words (one row of ``words.shape[1]``
+    per id, or None), and how many keys a second look rescored (-1 when there was none).
+
+    The key words are copied as the pass meets each candidate, while its block is in cache,
+    when the threads' copies take at most ``_ROW_BYTES`` each (the keys of a small domain);
+    after a second look they are not (None).
 
     ``buffers`` (a dict the caller keeps between searches, used by one search at a time) holds
     the working arrays for the next search: a search writes every entry it reads, and fresh
@@ -597,16 +615,20 @@ def top_candidates(words: np.ndarray, planes: np.ndarray, n: int, absolute: bool
     ids = _buffer(kept, "ids", (chunks, cap))
     values = _buffer(kept, "values", (chunks, cap))
     counts = _buffer(kept, "counts", (chunks,))
+    copied = cap if cap * n_words * 8 <= _ROW_BYTES else 0
+    rows = _buffer(kept, "rows", (chunks, copied, n_words)).view(np.uint64)
     serial, parallel = ((_top_serial, _top_parallel) if planes.shape[1] == PLANES
                         else (_top_serial_wide, _top_parallel_wide))
     passes = plan(planes)
     start = _threaded(serial, parallel, chunks, n_blocks, words, passes, n, absolute,
-                      k, window, rank, sample, maxima, ids, values, counts)
+                      k, window, rank, sample, maxima, ids, values, rows, counts)
     if np.all(counts >= 0):  # copies: the buffers are the next search's
         ids_found = np.concatenate([ids[t, :counts[t]] for t in range(chunks)])
         values_found = np.concatenate([values[t, :counts[t]] for t in range(chunks)])
         if not sample.size or _guess_holds(values_found, k, window, start):
-            return ids_found, values_found, -1
+            rows_found = (np.concatenate([rows[t, :counts[t]] for t in range(chunks)])
+                          if copied else None)
+            return ids_found, values_found, rows_found, -1
         upper = start  # the pass kept every key scoring at least the guess (_second_look)
     else:  # ties crowded a buffer: the pass's candidates are incomplete
         ids_found = values_found = np.empty(0, dtype=np.int64)
@@ -614,7 +636,7 @@ def top_candidates(words: np.ndarray, planes: np.ndarray, n: int, absolute: bool
     more_ids, more_values, rescanned = _second_look(words, planes, passes, n, absolute, k,
                                                     window, maxima, upper)
     return (np.concatenate([ids_found, more_ids]), np.concatenate([values_found, more_values]),
-            rescanned)
+            None, rescanned)
 
 
 def _buffer(kept: dict[str, np.ndarray], name: str, shape: tuple[int, ...]) -> np.ndarray:

@@ -400,7 +400,7 @@ class BitPackedIndex(ExactScanIndex):
         buffers = self._buffers if self._buffers is not None else {}
         self._buffers = None
         try:
-            ids, approx, rescanned = self._kernels.top_candidates(
+            ids, approx, rows, rescanned = self._kernels.top_candidates(
                 self._words, planes, self._n, absolute, k, window, self._threads(), buffers)
         finally:
             self._buffers = buffers
@@ -411,7 +411,7 @@ class BitPackedIndex(ExactScanIndex):
             self.rescanned_keys += rescanned
         if self._exact_kernels is not None:  # the steps below in one compiled call
             scores, top, self.last_rescored = self._exact_kernels.window_top(
-                self._words, ids, approx, k, window, self._tables(v), absolute)
+                self._words, ids, approx, k, window, self._tables(v), absolute, rows)
             return scores, top
         kth = np.partition(approx, approx.size - k)[approx.size - k]
         ids = ids[approx >= kth - window]
