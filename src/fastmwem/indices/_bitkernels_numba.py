@@ -67,8 +67,11 @@ _BUFFER = 32
 _MIN_BUFFER = 16384
 _NEVER = -(2**62)  # below every score (|score| <= 2^(WIDE_PLANES - 1) per cell)
 _PADDING = _NEVER - 1  # the score of a padding key in the sub-block maxima: below any threshold
-# Bytes of key words a thread's buffer may copy for its candidates (top_candidates).
+# Bytes of key words a thread's buffer may copy for its candidates (top_candidates), and the
+# fewest words a key must have: with fewer, reading a key's words again for its rescoring costs
+# less than copying every candidate's in the pass (at |X| = 256, 4 words, 2% more a search).
 _ROW_BYTES = 1 << 24
+_ROW_WORDS = 8
 # Blocks scored first to guess the starting threshold of a search (see top_candidates).
 _SAMPLE_BLOCKS = 8
 # Keys per sub-block whose best score a search records: the unit a failed guess rescans.
@@ -579,8 +582,8 @@ def top_candidates(words: np.ndarray, planes: np.ndarray, n: int, absolute: bool
     per id, or None), and how many keys a second look rescored (-1 when there was none).
 
     The key words are copied as the pass meets each candidate, while its block is in cache,
-    when the threads' copies take at most ``_ROW_BYTES`` each (the keys of a small domain);
-    after a second look they are not (None).
+    for keys of at least ``_ROW_WORDS`` words when the threads' copies take at most
+    ``_ROW_BYTES`` each; after a second look they are not (None).
 
     ``buffers`` (a dict the caller keeps between searches, used by one search at a time) holds
     the working arrays for the next search: a search writes every entry it reads, and fresh
@@ -615,7 +618,7 @@ def top_candidates(words: np.ndarray, planes: np.ndarray, n: int, absolute: bool
     ids = _buffer(kept, "ids", (chunks, cap))
     values = _buffer(kept, "values", (chunks, cap))
     counts = _buffer(kept, "counts", (chunks,))
-    copied = cap if cap * n_words * 8 <= _ROW_BYTES else 0
+    copied = cap if n_words >= _ROW_WORDS and cap * n_words * 8 <= _ROW_BYTES else 0
     rows = _buffer(kept, "rows", (chunks, copied, n_words)).view(np.uint64)
     serial, parallel = ((_top_serial, _top_parallel) if planes.shape[1] == PLANES
                         else (_top_serial_wide, _top_parallel_wide))
