@@ -353,6 +353,7 @@ def _collect(words: np.ndarray, plan: _Plan, n: int, absolute: bool, k: int, win
         _record_maxima(acc, stop, b, threshold, flags, pairs, maxima)
         if crowded:
             continue
+        pending = count  # the first candidate of this block whose key words are not copied
         for i in range(flag_words.size):
             if flag_words[i] == 0:
                 continue
@@ -360,8 +361,10 @@ def _collect(words: np.ndarray, plan: _Plan, n: int, absolute: bool, k: int, win
                 if not flags[r] or acc[r] < threshold:
                     continue
                 if count == cap:
+                    _copy_rows(words, b, ids, rows, copied, pending, count)
                     threshold, count = _raise(ids, values, rows, count, k, window,
                                               threshold, bins, shared)
+                    pending = count
                     if 2 * count > cap and cap < n:
                         crowded = True  # ties crowd the buffer (one that holds every key cannot)
                         break
@@ -370,11 +373,10 @@ def _collect(words: np.ndarray, plan: _Plan, n: int, absolute: bool, k: int, win
                         continue
                 ids[count] = b * width + r
                 values[count] = acc[r]
-                for w in range(copied):
-                    rows[count, w] = words[b, w, r]
                 count += 1
             if crowded:
                 break
+        _copy_rows(words, b, ids, rows, copied, pending, count)
         # Raised once the candidates grow by a quarter (or k / 4): near the candidates of an
         # exact running k-th best, at O(1) amortised per candidate.
         if not crowded and 4 * (count - settled) >= max(k, count, 64):
@@ -384,6 +386,18 @@ def _collect(words: np.ndarray, plan: _Plan, n: int, absolute: bool, k: int, win
     if crowded:
         return -1
     return _compact(ids, values, rows, count, max(threshold, shared[0]))
+
+
+def _copy_rows(words: np.ndarray, b: int, ids: np.ndarray, rows: np.ndarray,
+               copied: int, first: int, stop: int) -> None:  # pragma: no cover - compiled
+    """The key words of candidates ``first .. stop - 1`` (keys of block ``b``) into ``rows``,
+    after the block's loop over its keys (copied there, they slowed that loop down even when
+    ``copied`` was 0)."""
+    width = words.shape[2]
+    for c in range(first, stop):
+        r = ids[c] - b * width
+        for w in range(copied):
+            rows[c, w] = words[b, w, r]
 
 
 def _raise(ids: np.ndarray, values: np.ndarray, rows: np.ndarray, count: int, k: int,
@@ -509,6 +523,7 @@ if AVAILABLE:
     _parallel_jit = partial(njit_cached, parallel=True, boundscheck=False)
     _kth_bound = _jit(_kth_bound)
     _compact = _jit(_compact)
+    _copy_rows = _jit(_copy_rows)
     _raise = _jit(_raise)
     _record_maxima = _jit(_record_maxima)
     _planes = _jit(_planes)
