@@ -38,6 +38,48 @@ def _tables(v: np.ndarray, tables: np.ndarray) -> None:  # pragma: no cover - co
                 tables[j, low + b] = tables[j, b] + cell
 
 
+def _active(tables: np.ndarray, n_words: int
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover - compiled
+    """The bytes with a non-zero cell (``tables[j, 2^p] != 0``) in ascending order, the key
+    words holding them (``used``), and each used word's place in that list (``slot[w]``)."""
+    n_bytes = tables.shape[0]
+    active = np.empty(n_bytes, np.int64)
+    n_active = 0
+    for j in range(n_bytes):
+        for p in range(8):
+            if tables[j, 1 << p] != 0.0:
+                active[n_active] = j
+                n_active += 1
+                break
+    slot = np.full(n_words, -1, np.int64)
+    used = np.empty(n_words, np.int64)
+    n_used = 0
+    for a in range(n_active):
+        w = active[a] >> 3
+        if slot[w] < 0:
+            slot[w] = n_used
+            used[n_used] = w
+            n_used += 1
+    return active[:n_active], used[:n_used], slot
+
+
+def _add_bytes(rows: np.ndarray, count: int, tables: np.ndarray,  # pragma: no cover - compiled
+               active: np.ndarray, slot: np.ndarray, sums: np.ndarray) -> None:
+    """``sums[i]`` = the float64 score of the key whose used words are ``rows[:, i]``
+    (``i < count``): its active bytes' table entries added in ascending byte order from 0.0.
+
+    Byte by byte over the batch: each key's sum takes its additions in the same order, and the
+    keys' sums are independent chains (one key at a time waited on each addition's latency)."""
+    sums[:count] = 0.0
+    for a in range(active.size):
+        j = active[a]
+        row = rows[slot[j >> 3]]
+        shift = np.uint64(8 * (j & 7))
+        table = tables[j]
+        for i in range(count):
+            sums[i] += table[(row[i] >> shift) & np.uint64(0xFF)]
+
+
 def _sums(words: np.ndarray, ids: np.ndarray, tables: np.ndarray,  # pragma: no cover
           out: np.ndarray) -> None:
     """``out[i]`` = the float64 score of key ``ids[i]``: its bytes' table entries added in
@@ -48,38 +90,34 @@ def _sums(words: np.ndarray, ids: np.ndarray, tables: np.ndarray,  # pragma: no 
     such a byte's entries are all +0.0 (0.0 plus zeros), the sum starts at +0.0 and never
     becomes -0.0 (an exact cancellation rounds to +0.0), and ``x + 0.0 == x`` for every other
     ``x``."""
-    width, n_words, n_bytes = words.shape[2], words.shape[1], tables.shape[0]
-    active = np.empty(n_bytes, np.int64)  # bytes with a non-zero cell: tables[j, 2^p] != 0
-    n_active = 0
-    for j in range(n_bytes):
-        for p in range(8):
-            if tables[j, 1 << p] != 0.0:
-                active[n_active] = j
-                n_active += 1
-                break
-    slot = np.full(n_words, -1, np.int64)  # a used word's column in rows
-    used = np.empty(n_words, np.int64)
-    n_used = 0
-    for a in range(n_active):
-        w = active[a] >> 3
-        if slot[w] < 0:
-            slot[w] = n_used
-            used[n_used] = w
-            n_used += 1
-    rows = np.empty((_BATCH, max(n_used, 1)), np.uint64)
+    width = words.shape[2]
+    active, used, slot = _active(tables, words.shape[1])
+    rows = np.empty((max(used.size, 1), _BATCH), np.uint64)
+    sums = np.empty(_BATCH)
     for s in range(0, ids.size, _BATCH):
         stop = min(s + _BATCH, ids.size)
         for i in range(s, stop):
             b, r = ids[i] // width, ids[i] % width
-            for t in range(n_used):
-                rows[i - s, t] = words[b, used[t], r]
+            for t in range(used.size):
+                rows[t, i - s] = words[b, used[t], r]
+        _add_bytes(rows, stop - s, tables, active, slot, sums)
+        out[s:stop] = sums[:stop - s]
+
+
+def _row_sums(key_rows: np.ndarray, chosen: np.ndarray, tables: np.ndarray,  # pragma: no cover
+              out: np.ndarray) -> None:
+    """``out[i]`` = the float64 score of the key whose words are ``key_rows[chosen[i]]``, as
+    ``_sums`` adds it (the same bytes in the same order)."""
+    active, used, slot = _active(tables, key_rows.shape[1])
+    rows = np.empty((max(used.size, 1), _BATCH), np.uint64)
+    sums = np.empty(_BATCH)
+    for s in range(0, chosen.size, _BATCH):
+        stop = min(s + _BATCH, chosen.size)
         for i in range(s, stop):
-            acc = 0.0
-            for a in range(n_active):
-                j = active[a]
-                byte = (rows[i - s, slot[j >> 3]] >> np.uint64(8 * (j & 7))) & np.uint64(0xFF)
-                acc += tables[j, byte]
-            out[i] = acc
+            for t in range(used.size):
+                rows[t, i - s] = key_rows[chosen[i], used[t]]
+        _add_bytes(rows, stop - s, tables, active, slot, sums)
+        out[s:stop] = sums[:stop - s]
 
 
 def _window(ids: np.ndarray, approx: np.ndarray, k: int, window: int) -> np.ndarray:
@@ -172,7 +210,10 @@ def _fill(packed: np.ndarray, words: np.ndarray, first: int) -> int:  # pragma: 
 
 
 _tables = njit_cached(_tables, boundscheck=False)
+_active = njit_cached(_active, boundscheck=False)
+_add_bytes = njit_cached(_add_bytes, boundscheck=False)
 _sums = njit_cached(_sums, boundscheck=False)
+_row_sums = njit_cached(_row_sums, boundscheck=False)
 _window = njit_cached(_window, boundscheck=False)
 _fill = njit_cached(_fill, boundscheck=False)
 _before = njit_cached(_before, boundscheck=False)
@@ -195,13 +236,22 @@ def rescore(words: np.ndarray, ids: np.ndarray, tables: np.ndarray) -> np.ndarra
 
 
 def window_top(words: np.ndarray, ids: np.ndarray, approx: np.ndarray, k: int, window: int,
-               tables: np.ndarray, absolute: bool) -> tuple[np.ndarray, np.ndarray, int]:
+               tables: np.ndarray, absolute: bool, rows: np.ndarray | None = None
+               ) -> tuple[np.ndarray, np.ndarray, int]:
     """The exact top-``k`` (scores, ids), best first with ties by id, of the distinct
     candidates ``ids`` given their integer scores ``approx`` (``k <= len(ids)``): those within
-    ``window`` of the k-th best integer score, rescored in float64; and how many those were."""
-    kept = _window(ids, approx, k, window)
-    scores, top = best(kept, rescore(words, kept, tables), k, absolute)
-    return scores, top, kept.size
+    ``window`` of the k-th best integer score, rescored in float64; and how many those were.
+    ``rows[i]``, if given, holds the words of key ``ids[i]`` (read there, not in ``words``)."""
+    if rows is None:
+        kept = _window(ids, approx, k, window)
+        scores = rescore(words, kept, tables)
+    else:
+        chosen = _window(np.arange(ids.size), approx, k, window)
+        kept = ids[chosen]
+        scores = np.empty(chosen.size)
+        _row_sums(rows, chosen, tables, scores)
+    top_scores, top = best(kept, scores, k, absolute)
+    return top_scores, top, kept.size
 
 
 def best(ids: np.ndarray, scores: np.ndarray, k: int, absolute: bool

@@ -8,8 +8,10 @@ complement) held as bit planes, ``planes[w, p]`` = bit ``p`` of ``q`` over the c
 ``w``: ``<key, q> = sum_p weight_p popcount(key & plane_p)``, with ``weight_p = 2^p`` and
 ``-2^(P-1)`` for the top plane. ``P`` is ``PLANES`` or ``WIDE_PLANES``, read from the planes'
 shape: each has its own compiled kernels (the wide ones compiled, or loaded from numba's cache,
-on first use only). The loops over planes and words of a pass are unrolled at
-compile time, so the pass over the keys of a block vectorises (AVX-512 VPOPCNTQ where the CPU has
+on first use only). A pass scores groups of 4 key words on only as many planes as the widest of
+their cells needs (``_make_plan``: MWEM's queries on 16 planes need about 12 per word, a word
+of zeros none), with a compiled pass per plane count whose loops over planes and words are
+unrolled, so the pass over the keys of a block vectorises (AVX-512 VPOPCNTQ where the CPU has
 it): several times faster than a byte-table look-up per key byte, which cannot vectorise.
 
 ``top_candidates`` scans and keeps, per thread, the keys within a window of a running k-th best
@@ -54,7 +56,7 @@ PLANES = 10
 #: spread (a few dominant cells: the others round coarsely). Scores stay far from int64's range:
 #: ``|<key, q>| <= cells * 2^(WIDE_PLANES - 1)``, below 2^47 for 2^31 cells.
 WIDE_PLANES = 16
-# Key words per unrolled pass: 4 x PLANES popcounts keep the loop body small enough to vectorise.
+# Key words per unrolled pass: 4 x 16 popcounts keep the loop body small enough to vectorise.
 _GROUP = 4
 # Blocks below which the scan stays on one thread: waking workers costs more (milliseconds on a
 # busy machine) than it saves.
@@ -65,13 +67,20 @@ _BUFFER = 32
 _MIN_BUFFER = 16384
 _NEVER = -(2**62)  # below every score (|score| <= 2^(WIDE_PLANES - 1) per cell)
 _PADDING = _NEVER - 1  # the score of a padding key in the sub-block maxima: below any threshold
+# Bytes of key words a thread's buffer may copy for its candidates (top_candidates), and the
+# fewest words a key must have: with fewer, reading a key's words again for its rescoring costs
+# less than copying every candidate's in the pass (at |X| = 256, 4 words, 2% more a search).
+_ROW_BYTES = 1 << 24
+_ROW_WORDS = 8
 # Blocks scored first to guess the starting threshold of a search (see top_candidates).
 _SAMPLE_BLOCKS = 8
 # Keys per sub-block whose best score a search records: the unit a failed guess rescans.
 _SUB = 16
 
 
-_Pass = Callable[[np.ndarray, int, int, int, np.ndarray, np.ndarray], None]
+_Pass = Callable[[np.ndarray, int, int, np.ndarray, np.ndarray, np.ndarray, bool], None]
+# A scan's passes (see _make_plan): the widths, key words and planes of its groups.
+_Plan = tuple[np.ndarray, np.ndarray, np.ndarray]
 _F = TypeVar("_F", bound=Callable[..., object])
 _T = TypeVar("_T")
 # LLVM IR emitters of the intrinsics: numba's lowering context and llvmlite's builder and values
@@ -79,58 +88,149 @@ _T = TypeVar("_T")
 _Codegen = Callable[[Any, Any, "Signature", list[Any]], Any]
 
 
-def _make_pass(group: int, first: bool, n_planes: int) -> _Pass:  # pragma: no cover - compiled
-    def _pass(words: np.ndarray, b: int, w0: int, r0: int, planes: np.ndarray,
-              acc: np.ndarray) -> None:
-        # acc[r] (+)= <key r0 + r, q> over the key words w0 .. w0 + group - 1
-        for r in range(acc.size):
-            s = 0
-            for p in range(n_planes - 1):
-                c = 0
-                for w in range(group):
+def _make_pass(n_planes: int) -> _Pass:  # pragma: no cover - compiled
+    def _pass(words: np.ndarray, b: int, r0: int, slots: np.ndarray, planes: np.ndarray,
+              acc: np.ndarray, first: bool) -> None:
+        # acc[r] (+)= <key r0 + r, q> over the key words slots[0 .. 3], on n_planes planes
+        # (planes[j, p] of word slots[j]); the loop over r is written twice so that each copy
+        # vectorises (a branch inside it would not)
+        stop = r0 + acc.size
+        row0, row1 = words[b, slots[0], r0:stop], words[b, slots[1], r0:stop]
+        row2, row3 = words[b, slots[2], r0:stop], words[b, slots[3], r0:stop]
+        top = n_planes - 1
+        if first:
+            for r in range(acc.size):
+                x0, x1 = row0[r], row1[r]
+                x2, x3 = row2[r], row3[r]
+                s = 0
+                for p in range(top):
                     # numba drops an intrinsic's typing context from its signature; its
                     # hints do not (also below)
-                    c += _popcount(words[b, w0 + w, r0 + r] & planes[w0 + w, p])  # type: ignore[call-arg]
-                s += np.int64(c) << p
-            c = 0
-            for w in range(group):
-                c += _popcount(words[b, w0 + w, r0 + r] & planes[w0 + w, n_planes - 1])  # type: ignore[call-arg]
-            s -= np.int64(c) << (n_planes - 1)
-            if first:
-                acc[r] = s
-            else:
-                acc[r] += s
+                    c = (_popcount(x0 & planes[0, p]) + _popcount(x1 & planes[1, p])  # type: ignore[call-arg]
+                         + _popcount(x2 & planes[2, p]) + _popcount(x3 & planes[3, p]))  # type: ignore[call-arg]
+                    s += np.int64(c) << p
+                c = (_popcount(x0 & planes[0, top]) + _popcount(x1 & planes[1, top])  # type: ignore[call-arg]
+                     + _popcount(x2 & planes[2, top]) + _popcount(x3 & planes[3, top]))  # type: ignore[call-arg]
+                acc[r] = s - (np.int64(c) << top)
+        else:
+            for r in range(acc.size):
+                x0, x1 = row0[r], row1[r]
+                x2, x3 = row2[r], row3[r]
+                s = 0
+                for p in range(top):
+                    c = (_popcount(x0 & planes[0, p]) + _popcount(x1 & planes[1, p])  # type: ignore[call-arg]
+                         + _popcount(x2 & planes[2, p]) + _popcount(x3 & planes[3, p]))  # type: ignore[call-arg]
+                    s += np.int64(c) << p
+                c = (_popcount(x0 & planes[0, top]) + _popcount(x1 & planes[1, top])  # type: ignore[call-arg]
+                     + _popcount(x2 & planes[2, top]) + _popcount(x3 & planes[3, top]))  # type: ignore[call-arg]
+                acc[r] += s - (np.int64(c) << top)
     # A name of its own per variant: compiled code calls a function by a symbol made of its
     # qualified name and a per-process counter, so a pass loaded from numba's cache could share
     # a symbol with one compiled in this process for another plane count (the wrong one ran).
-    _pass.__qualname__ = _pass.__name__ = f"_pass{group}{'' if first else '_add'}_{n_planes}"
+    _pass.__qualname__ = _pass.__name__ = f"_group_pass_{n_planes}"
     return _pass
 
 
-def _score_keys(words: np.ndarray, b: int, r0: int,  # pragma: no cover - compiled
-                planes: np.ndarray, acc: np.ndarray) -> None:
-    """``acc[r]`` = integer score of key ``r0 + r`` of block ``b``."""
-    n_words = words.shape[1]
-    rest = n_words % _GROUP
-    # the first pass writes acc, the others add to it
-    if rest == 0:
-        _first4(words, b, 0, r0, planes, acc)
-    elif rest == 1:
-        _first1(words, b, 0, r0, planes, acc)
-    elif rest == 2:
-        _first2(words, b, 0, r0, planes, acc)
+def _group_pass(width: int, words: np.ndarray, b: int, r0: int,  # pragma: no cover - compiled
+                slots: np.ndarray, planes: np.ndarray, acc: np.ndarray, first: bool) -> None:
+    """The pass of ``width`` planes (compiled loops are unrolled for a fixed count)."""
+    if width <= 8:
+        if width <= 4:
+            if width == 1:
+                _pass1(words, b, r0, slots, planes, acc, first)
+            elif width == 2:
+                _pass2(words, b, r0, slots, planes, acc, first)
+            elif width == 3:
+                _pass3(words, b, r0, slots, planes, acc, first)
+            else:
+                _pass4(words, b, r0, slots, planes, acc, first)
+        elif width == 5:
+            _pass5(words, b, r0, slots, planes, acc, first)
+        elif width == 6:
+            _pass6(words, b, r0, slots, planes, acc, first)
+        elif width == 7:
+            _pass7(words, b, r0, slots, planes, acc, first)
+        else:
+            _pass8(words, b, r0, slots, planes, acc, first)
+    elif width <= 12:
+        if width == 9:
+            _pass9(words, b, r0, slots, planes, acc, first)
+        elif width == 10:
+            _pass10(words, b, r0, slots, planes, acc, first)
+        elif width == 11:
+            _pass11(words, b, r0, slots, planes, acc, first)
+        else:
+            _pass12(words, b, r0, slots, planes, acc, first)
+    elif width == 13:
+        _pass13(words, b, r0, slots, planes, acc, first)
+    elif width == 14:
+        _pass14(words, b, r0, slots, planes, acc, first)
+    elif width == 15:
+        _pass15(words, b, r0, slots, planes, acc, first)
     else:
-        _first3(words, b, 0, r0, planes, acc)
-    for w0 in range(rest if rest else _GROUP, n_words, _GROUP):
-        _add4(words, b, w0, r0, planes, acc)
+        _pass16(words, b, r0, slots, planes, acc, first)
 
 
-def _scan(words: np.ndarray, planes: np.ndarray, absolute: bool,  # pragma: no cover - compiled
+def _score_keys(words: np.ndarray, b: int, r0: int, plan: _Plan,  # pragma: no cover - compiled
+                acc: np.ndarray) -> None:
+    """``acc[r]`` = integer score of key ``r0 + r`` of block ``b``: one pass per group of
+    ``plan`` (see ``_make_plan``), the first writing ``acc``, the others adding to it."""
+    widths, slots, planes = plan
+    if widths.size == 0:  # q is 0
+        acc[:] = 0
+    for g in range(widths.size):
+        _group_pass(widths[g], words, b, r0, slots[g], planes[g], acc, g == 0)
+
+
+def _make_plan(planes: np.ndarray, widths: np.ndarray, slots: np.ndarray,  # pragma: no cover
+               grouped: np.ndarray) -> int:
+    """The passes of a scan over ``planes``: groups of ``_GROUP`` key words, each scored on as
+    many planes as its widest word needs; returns the number of groups.
+
+    Why the scores are the same. The cells of word ``w`` all fit in ``t`` bits of two's
+    complement exactly when planes ``t - 1 .. P - 1`` of the word are equal (each cell's bits
+    above ``t - 2`` copy its sign): its part of ``<key, q>`` is then
+    ``sum_{p < t-1} 2^p c_p - 2^(t-1) c_(t-1)``, ``c_p`` the popcount of the key word and
+    plane ``p``. Planes ``t - 1 .. P - 1`` of weights ``2^(t-1) .. 2^(P-2), -2^(P-1)`` count
+    the same ``c``, which they weigh ``-2^(t-1)`` in all: both sums are equal, in integers.
+    Scored on more planes than it needs (``t' > t``, the group's width), a word's sum is the
+    same again, for the same reason. A word whose planes are all 0 (its cells are 0) adds 0 and
+    is left out; a group short of words is filled with a word on planes of 0 (it adds 0).
+
+    ``widths[g]``, ``slots[g, j]`` (``j < _GROUP``) and ``grouped[g, j, p]`` are group ``g``'s
+    plane count, key words and their planes; the groups are in decreasing width.
+    """
+    n_words, n_planes = planes.shape
+    own = np.zeros(n_words, np.int64)
+    for w in range(n_words):
+        sign = planes[w, n_planes - 1]
+        t = n_planes
+        while t > 1 and planes[w, t - 2] == sign:
+            t -= 1
+        own[w] = 0 if t == 1 and sign == 0 else t
+    order = np.argsort(-own, kind="mergesort")
+    used = 0
+    while used < n_words and own[order[used]] > 0:
+        used += 1
+    n_groups = -(-used // _GROUP)
+    grouped[:n_groups] = 0
+    for g in range(n_groups):
+        widths[g] = own[order[_GROUP * g]]
+        for j in range(_GROUP):
+            i = _GROUP * g + j
+            w = order[i] if i < used else order[_GROUP * g]
+            slots[g, j] = w
+            if i < used:
+                grouped[g, j, :] = planes[w, :]
+    return n_groups
+
+
+def _scan(words: np.ndarray, plan: _Plan, absolute: bool,  # pragma: no cover - compiled
           out: np.ndarray) -> None:
     n_blocks, _, width = words.shape
     for b in prange(n_blocks):
         acc = out[b * width:(b + 1) * width]
-        _score_keys(words, b, 0, planes, acc)
+        _score_keys(words, b, 0, plan, acc)
         if absolute:
             for r in range(width):
                 acc[r] = abs(acc[r])
@@ -156,18 +256,23 @@ def _kth_bound(values: np.ndarray, k: int,  # pragma: no cover - compiled
     return lo
 
 
-def _compact(ids: np.ndarray, values: np.ndarray, count: int,  # pragma: no cover - compiled
-             threshold: int) -> int:
+def _compact(ids: np.ndarray, values: np.ndarray, rows: np.ndarray,  # pragma: no cover
+             count: int, threshold: int) -> int:
+    """The candidates scoring at least ``threshold`` moved to the front (with their key words
+    in ``rows``, when it has any); returns their count."""
     kept = 0
+    n_words = rows.shape[1] if rows.shape[0] else 0
     for i in range(count):
         if values[i] >= threshold:
             ids[kept] = ids[i]
             values[kept] = values[i]
+            for w in range(n_words):
+                rows[kept, w] = rows[i, w]
             kept += 1
     return kept
 
 
-def _block_scores(words: np.ndarray, b: int, planes: np.ndarray, absolute: bool,
+def _block_scores(words: np.ndarray, b: int, plan: _Plan, absolute: bool,
                   sampled: int, sample: np.ndarray, acc: np.ndarray) -> None:
     # pragma: no cover - compiled
     """``acc`` = the scores (or absolute scores) of block ``b``'s keys; the blocks of the sample
@@ -176,7 +281,7 @@ def _block_scores(words: np.ndarray, b: int, planes: np.ndarray, absolute: bool,
     if b < sampled:
         acc[:] = sample[b * width:(b + 1) * width]
         return
-    _score_keys(words, b, 0, planes, acc)
+    _score_keys(words, b, 0, plan, acc)
     if absolute:
         for r in range(width):
             acc[r] = abs(acc[r])
@@ -209,15 +314,17 @@ def _record_maxima(acc: np.ndarray, stop: int, b: int, threshold: int, flags: np
         maxima[b * size + i] = x if x > y else y
 
 
-def _collect(words: np.ndarray, planes: np.ndarray, n: int, absolute: bool, k: int, window: int,
+def _collect(words: np.ndarray, plan: _Plan, n: int, absolute: bool, k: int, window: int,
              queue: np.ndarray, shared: np.ndarray, sampled: int, sample: np.ndarray,
-             maxima: np.ndarray, ids: np.ndarray, values: np.ndarray) -> int:
+             maxima: np.ndarray, ids: np.ndarray, values: np.ndarray, rows: np.ndarray) -> int:
     # pragma: no cover - compiled
     """Keys within ``window`` of the running k-th best score, over the blocks this thread takes
     from ``queue`` (a block counter shared by the threads, so a thread slowed down by other work
     takes fewer blocks): ids and integer scores, and the best score of every sub-block of
     ``_SUB`` keys in ``maxima``. Returns the count of keys, or -1 when more than half the buffer
     stays within the window (ties): the keys are then no longer collected, but the maxima are.
+    When ``rows`` has rows, ``rows[i]`` gets the key words of candidate ``i``, read while its
+    block is in cache (rescoring them from ``words`` later costs a cache miss per word).
 
     ``shared[0]`` is the highest threshold any thread has reached: each is at most the k-th
     best score of some keys minus ``window``, so at most the final one, and any thread may use
@@ -225,6 +332,7 @@ def _collect(words: np.ndarray, planes: np.ndarray, n: int, absolute: bool, k: i
     """
     n_blocks, n_words, width = words.shape
     cap = ids.size
+    copied = n_words if rows.shape[0] else 0
     acc = np.empty(width, np.int64)
     # flags[r] = key r reaches the threshold; read 8 at a time, most words are 0
     flags = np.zeros(width, np.uint8)
@@ -239,12 +347,13 @@ def _collect(words: np.ndarray, planes: np.ndarray, n: int, absolute: bool, k: i
         b = _take(queue)  # type: ignore[call-arg,var-annotated]
         if b >= n_blocks:
             break
-        _block_scores(words, b, planes, absolute, sampled, sample, acc)
+        _block_scores(words, b, plan, absolute, sampled, sample, acc)
         stop = min(width, n - b * width)
         threshold = max(threshold, shared[0])
         _record_maxima(acc, stop, b, threshold, flags, pairs, maxima)
         if crowded:
             continue
+        pending = count  # the first candidate of this block whose key words are not copied
         for i in range(flag_words.size):
             if flag_words[i] == 0:
                 continue
@@ -252,8 +361,10 @@ def _collect(words: np.ndarray, planes: np.ndarray, n: int, absolute: bool, k: i
                 if not flags[r] or acc[r] < threshold:
                     continue
                 if count == cap:
-                    threshold, count = _raise(ids, values, count, k, window, threshold, bins,
-                                              shared)
+                    _copy_rows(words, b, ids, rows, copied, pending, count)
+                    threshold, count = _raise(ids, values, rows, count, k, window,
+                                              threshold, bins, shared)
+                    pending = count
                     if 2 * count > cap and cap < n:
                         crowded = True  # ties crowd the buffer (one that holds every key cannot)
                         break
@@ -265,18 +376,32 @@ def _collect(words: np.ndarray, planes: np.ndarray, n: int, absolute: bool, k: i
                 count += 1
             if crowded:
                 break
+        _copy_rows(words, b, ids, rows, copied, pending, count)
         # Raised once the candidates grow by a quarter (or k / 4): near the candidates of an
         # exact running k-th best, at O(1) amortised per candidate.
         if not crowded and 4 * (count - settled) >= max(k, count, 64):
-            threshold, count = _raise(ids, values, count, k, window, threshold, bins, shared)
+            threshold, count = _raise(ids, values, rows, count, k, window, threshold, bins,
+                                      shared)
             settled = count
     if crowded:
         return -1
-    return _compact(ids, values, count, max(threshold, shared[0]))
+    return _compact(ids, values, rows, count, max(threshold, shared[0]))
 
 
-def _raise(ids: np.ndarray, values: np.ndarray, count: int, k: int, window: int, threshold: int,
-           bins: np.ndarray, shared: np.ndarray) -> tuple[int, int]:
+def _copy_rows(words: np.ndarray, b: int, ids: np.ndarray, rows: np.ndarray,
+               copied: int, first: int, stop: int) -> None:  # pragma: no cover - compiled
+    """The key words of candidates ``first .. stop - 1`` (keys of block ``b``) into ``rows``,
+    after the block's loop over its keys (copied there, they slowed that loop down even when
+    ``copied`` was 0)."""
+    width = words.shape[2]
+    for c in range(first, stop):
+        r = ids[c] - b * width
+        for w in range(copied):
+            rows[c, w] = words[b, w, r]
+
+
+def _raise(ids: np.ndarray, values: np.ndarray, rows: np.ndarray, count: int, k: int,
+           window: int, threshold: int, bins: np.ndarray, shared: np.ndarray) -> tuple[int, int]:
     # pragma: no cover - compiled
     """The threshold raised to the k-th best score of the candidates minus ``window`` (or the
     shared one, if higher), shared, and the candidates compacted to it."""
@@ -285,12 +410,13 @@ def _raise(ids: np.ndarray, values: np.ndarray, count: int, k: int, window: int,
         threshold = max(threshold, _kth_bound(values[:count], k, bins) - window)
     if threshold > shared[0]:
         shared[0] = threshold
-    return threshold, _compact(ids, values, count, threshold)
+    return threshold, _compact(ids, values, rows, count, threshold)
 
 
-def _top_candidates(words: np.ndarray, planes: np.ndarray, n: int, absolute: bool, k: int,
+def _top_candidates(words: np.ndarray, plan: _Plan, n: int, absolute: bool, k: int,
                     window: int, rank: int, sample: np.ndarray, maxima: np.ndarray,
-                    ids: np.ndarray, values: np.ndarray, counts: np.ndarray) -> int:
+                    ids: np.ndarray, values: np.ndarray, rows: np.ndarray,
+                    counts: np.ndarray) -> int:
     # pragma: no cover - compiled
     """The threads' candidates (see ``_collect``), from a threshold starting at a guess when
     ``sample`` is not empty; returns that starting threshold."""
@@ -302,7 +428,7 @@ def _top_candidates(words: np.ndarray, planes: np.ndarray, n: int, absolute: boo
         # at most the rank-th best score of the first blocks (all full), minus the window
         for b in prange(sampled):
             acc = sample[b * width:(b + 1) * width]
-            _score_keys(words, b, 0, planes, acc)
+            _score_keys(words, b, 0, plan, acc)
             if absolute:
                 for r in range(width):
                     acc[r] = abs(acc[r])
@@ -310,12 +436,12 @@ def _top_candidates(words: np.ndarray, planes: np.ndarray, n: int, absolute: boo
         shared[0] = _kth_bound(sample, rank, bins) - window
     start = shared[0]
     for t in prange(counts.size):
-        counts[t] = _collect(words, planes, n, absolute, k, window, queue, shared, sampled,
-                             sample, maxima, ids[t], values[t])
+        counts[t] = _collect(words, plan, n, absolute, k, window, queue, shared, sampled,
+                             sample, maxima, ids[t], values[t], rows[t])
     return start
 
 
-def _rescan_subblocks(words: np.ndarray, planes: np.ndarray, n: int,  # pragma: no cover
+def _rescan_subblocks(words: np.ndarray, plan: _Plan, n: int,  # pragma: no cover
                       absolute: bool, chosen: np.ndarray, lower: int, upper: int,
                       ids: np.ndarray, values: np.ndarray) -> int:
     """Ids and scores of the keys of the sub-blocks ``chosen`` (flat sub-block numbers) that
@@ -326,7 +452,7 @@ def _rescan_subblocks(words: np.ndarray, planes: np.ndarray, n: int,  # pragma: 
     count = 0
     for i in range(chosen.size):
         b, j = chosen[i] // subs, chosen[i] % subs
-        _score_keys(words, b, j * _SUB, planes, acc)
+        _score_keys(words, b, j * _SUB, plan, acc)
         first = b * width + j * _SUB
         for r in range(min(_SUB, n - first)):
             score = abs(acc[r]) if absolute else acc[r]
@@ -359,19 +485,13 @@ def _renamed(func: _F, suffix: str, names: dict[str, Any] | None = None) -> _F:
     return cast(_F, copy)
 
 
-def _passes(n_planes: int) -> tuple[_Pass, ...]:
-    """The compiled passes ``_score_keys`` calls (``_first1`` .. ``_first4``, ``_add4``)."""
-    return (*(_jit(_make_pass(g, True, n_planes)) for g in (1, 2, 3, 4)),
-            _jit(_make_pass(_GROUP, False, n_planes)))
-
-
-def _plane_kernels(passes: tuple[_Pass, ...], suffix: str) -> tuple[Any, ...]:
+def _plane_kernels(passes: dict[str, _Pass], suffix: str) -> tuple[Any, ...]:
     """The compiled scan (serial, parallel), search (serial, parallel) and sub-block rescan
-    over the planes of ``passes``, each named with ``suffix``: the kernels they call resolve
-    to these passes through a copy of the module's names."""
+    over the group passes ``passes`` (``_pass1`` .. ``_pass16``), each named with ``suffix``:
+    the kernels they call resolve to these passes through a copy of the module's names."""
     names = dict(globals())
-    names.update(zip(("_first1", "_first2", "_first3", "_first4", "_add4"), passes))
-    for func in (_score_keys, _block_scores, _collect):
+    names.update(passes)
+    for func in (_group_pass, _score_keys, _block_scores, _collect):
         names[func.__name__] = _jit(_renamed(func, suffix, names))
     return (_jit(_renamed(_scan, suffix, names)),
             _parallel_jit(_renamed(_scan, suffix + "_parallel", names)),
@@ -403,16 +523,24 @@ if AVAILABLE:
     _parallel_jit = partial(njit_cached, parallel=True, boundscheck=False)
     _kth_bound = _jit(_kth_bound)
     _compact = _jit(_compact)
+    _copy_rows = _jit(_copy_rows)
     _raise = _jit(_raise)
     _record_maxima = _jit(_record_maxima)
     _planes = _jit(_planes)
+    _make_plan = _jit(_make_plan)
     # The kernels that score keys, once per plane count (the shared ones above come first: the
-    # copies of the module's names taken by _plane_kernels must hold them compiled).
-    _first1, _first2, _first3, _first4, _add4 = _passes(PLANES)
+    # copies of the module's names taken by _plane_kernels must hold them compiled). A group is
+    # never wider than the planes, so the 10-plane kernels call (and compile) only the passes of
+    # up to 10 planes: the names of the wider ones stand for the 10-plane pass there.
+    _group_passes = {f"_pass{t}": _jit(_make_pass(t)) for t in range(1, WIDE_PLANES + 1)}
+    (_pass1, _pass2, _pass3, _pass4, _pass5, _pass6, _pass7, _pass8, _pass9, _pass10, _pass11,
+     _pass12, _pass13, _pass14, _pass15, _pass16) = _group_passes.values()
     (_scan_serial, _scan_parallel, _top_serial, _top_parallel,
-     _rescan_serial) = _plane_kernels((_first1, _first2, _first3, _first4, _add4), "")
+     _rescan_serial) = _plane_kernels(
+         {name: _group_passes[f"_pass{min(t, PLANES)}"]
+          for t, name in enumerate(_group_passes, start=1)}, "")
     (_scan_serial_wide, _scan_parallel_wide, _top_serial_wide, _top_parallel_wide,
-     _rescan_serial_wide) = _plane_kernels(_passes(WIDE_PLANES), "_wide")
+     _rescan_serial_wide) = _plane_kernels(_group_passes, "_wide")
 
 
 def _threaded(serial: Callable[..., _T], parallel: Callable[..., _T], threads: int, n_blocks: int,
@@ -439,23 +567,38 @@ def bit_planes(q: np.ndarray, n_words: int, n_planes: int = PLANES) -> np.ndarra
     return planes
 
 
+def plan(planes: np.ndarray) -> _Plan:
+    """The group passes of a scan over ``planes`` (see ``_make_plan``)."""
+    n_words, n_planes = planes.shape
+    groups = -(-n_words // _GROUP)
+    widths = np.empty(groups, dtype=np.int64)
+    slots = np.empty((groups, _GROUP), dtype=np.int64)
+    grouped = np.empty((groups, _GROUP, n_planes), dtype=np.uint64)
+    used = _make_plan(planes, widths, slots, grouped)
+    return widths[:used], slots[:used], grouped[:used]
+
+
 def scan(words: np.ndarray, planes: np.ndarray, absolute: bool, threads: int) -> np.ndarray:
     """Integer score ``<key, q>`` of every stored key (or its absolute value), padding keys of
     the last block included, on ``threads`` threads."""
     out = np.empty(words.shape[0] * words.shape[2], dtype=np.int64)
     serial, parallel = ((_scan_serial, _scan_parallel) if planes.shape[1] == PLANES
                         else (_scan_serial_wide, _scan_parallel_wide))
-    _threaded(serial, parallel, threads, words.shape[0], words, planes, absolute,
+    _threaded(serial, parallel, threads, words.shape[0], words, plan(planes), absolute,
               out)
     return out
 
 
 def top_candidates(words: np.ndarray, planes: np.ndarray, n: int, absolute: bool, k: int,
                    window: int, threads: int, buffers: dict[str, np.ndarray] | None = None
-                   ) -> tuple[np.ndarray, np.ndarray, int]:
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, int]:
     """Ids and integer scores of a superset of the keys whose score is at least the k-th best
-    score minus ``window`` (``1 <= k < n``), and how many keys a second look rescored (-1 when
-    there was none).
+    score minus ``window`` (``1 <= k < n``), their key words (one row of ``words.shape[1]``
+    per id, or None), and how many keys a second look rescored (-1 when there was none).
+
+    The key words are copied as the pass meets each candidate, while its block is in cache,
+    for keys of at least ``_ROW_WORDS`` words when the threads' copies take at most
+    ``_ROW_BYTES`` each; after a second look they are not (None).
 
     ``buffers`` (a dict the caller keeps between searches, used by one search at a time) holds
     the working arrays for the next search: a search writes every entry it reads, and fresh
@@ -490,23 +633,28 @@ def top_candidates(words: np.ndarray, planes: np.ndarray, n: int, absolute: bool
     ids = _buffer(kept, "ids", (chunks, cap))
     values = _buffer(kept, "values", (chunks, cap))
     counts = _buffer(kept, "counts", (chunks,))
+    copied = cap if n_words >= _ROW_WORDS and cap * n_words * 8 <= _ROW_BYTES else 0
+    rows = _buffer(kept, "rows", (chunks, copied, n_words)).view(np.uint64)
     serial, parallel = ((_top_serial, _top_parallel) if planes.shape[1] == PLANES
                         else (_top_serial_wide, _top_parallel_wide))
-    start = _threaded(serial, parallel, chunks, n_blocks, words, planes, n, absolute,
-                      k, window, rank, sample, maxima, ids, values, counts)
+    passes = plan(planes)
+    start = _threaded(serial, parallel, chunks, n_blocks, words, passes, n, absolute,
+                      k, window, rank, sample, maxima, ids, values, rows, counts)
     if np.all(counts >= 0):  # copies: the buffers are the next search's
         ids_found = np.concatenate([ids[t, :counts[t]] for t in range(chunks)])
         values_found = np.concatenate([values[t, :counts[t]] for t in range(chunks)])
         if not sample.size or _guess_holds(values_found, k, window, start):
-            return ids_found, values_found, -1
+            rows_found = (np.concatenate([rows[t, :counts[t]] for t in range(chunks)])
+                          if copied else None)
+            return ids_found, values_found, rows_found, -1
         upper = start  # the pass kept every key scoring at least the guess (_second_look)
     else:  # ties crowded a buffer: the pass's candidates are incomplete
         ids_found = values_found = np.empty(0, dtype=np.int64)
         upper = -_NEVER
-    more_ids, more_values, rescanned = _second_look(words, planes, n, absolute, k, window,
-                                                    maxima, upper)
+    more_ids, more_values, rescanned = _second_look(words, planes, passes, n, absolute, k,
+                                                    window, maxima, upper)
     return (np.concatenate([ids_found, more_ids]), np.concatenate([values_found, more_values]),
-            rescanned)
+            None, rescanned)
 
 
 def _buffer(kept: dict[str, np.ndarray], name: str, shape: tuple[int, ...]) -> np.ndarray:
@@ -520,8 +668,8 @@ def _buffer(kept: dict[str, np.ndarray], name: str, shape: tuple[int, ...]) -> n
     return arr[:size].reshape(shape)
 
 
-def _second_look(words: np.ndarray, planes: np.ndarray, n: int, absolute: bool, k: int,
-                 window: int, maxima: np.ndarray, upper: int
+def _second_look(words: np.ndarray, planes: np.ndarray, passes: _Plan, n: int, absolute: bool,
+                 k: int, window: int, maxima: np.ndarray, upper: int
                  ) -> tuple[np.ndarray, np.ndarray, int]:
     """The keys scoring in ``[lower, upper)`` that a search still needs, by rescanning only the
     sub-blocks whose best score reaches ``lower``; and how many keys were rescanned.
@@ -552,7 +700,7 @@ def _second_look(words: np.ndarray, planes: np.ndarray, n: int, absolute: bool, 
     ids = np.empty(size, dtype=np.int64)
     values = np.empty(size, dtype=np.int64)
     rescan = _rescan_serial if planes.shape[1] == PLANES else _rescan_serial_wide
-    count = rescan(words, planes, n, absolute, chosen, lower, upper, ids, values)
+    count = rescan(words, passes, n, absolute, chosen, lower, upper, ids, values)
     return ids[:count], values[:count], size
 
 

@@ -23,6 +23,8 @@ BLOCK = 4096
 _GROUP = 16
 _ROWS = 4096
 _INT_LIMIT = 2**31 - 1
+# The largest share of the scores' spread the window of the compiled scan is left (_extra_bits).
+_SHARE = 0.3
 # _POPCOUNT[b] = number of set bits of the byte value b.
 _POPCOUNT = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).sum(
     axis=1).astype(np.uint8)
@@ -147,23 +149,37 @@ def _plane_quantize(v: np.ndarray, n_planes: int) -> tuple[np.ndarray, float, fl
     return q, residual, float(np.abs(scaled).sum()) * slack
 
 
-def _wide(q: np.ndarray, window: int) -> bool:
-    """Whether a search should use the wider planes, given the 10-plane ``q`` and its window.
+def _extra_bits(q: np.ndarray, window: int, most: int) -> int:
+    """Bits beyond those of ``q`` (at most ``most``) for the compiled scan, given the 10-bit
+    ``q`` and its window.
 
     Against 0/1 keys whose cells are set at random, a query's scores spread about half its L2
-    norm; one dominant cell shifts them all alike (keys with it, keys without). Once the window
-    reaches half the norm of ``q`` without its largest entry, a large share of the keys lie
-    within the window of the k-th best (in the h - n a of MWEM's first rounds on a skewed table
-    most of them: each is then rescored, and the threads' buffers overflow into a second look);
-    16 planes shrink the window 64 times against the scores for a scan 1.2-1.3 times as long.
-    Only the speed depends on this choice: either window is a proven bound for its own
+    norm; one dominant cell shifts them all alike (keys with it, keys without). The window's
+    share of that spread (without the largest entry of ``q``) sets how many keys lie within
+    the window of the k-th best and are rescored: in the h - n a of MWEM's first rounds on a
+    skewed table most of them (and the threads' buffers overflow into a second look). Each
+    bit halves the share, for a longer scan (about 16 popcounts per key at |X| = 1024, which
+    pays for a few hundred keys less to rescore): the fewest bits that bring it to
+    ``_SHARE`` (on MWEM's vectors at |X| = 256 and 1024 the fastest count, or within 5% of
+    it). Only the speed depends on this choice: every window is a proven bound for its own
     quantisation, so the search returns the same true top-k.
     """
     if window <= 1:  # nothing rounded away: finer planes cannot narrow it
-        return False
+        return 0
     squares = q.astype(np.float64) ** 2
     rest = float(squares.sum() - squares.max())
-    return 4.0 * window * window > rest
+    spread = 0.5 * math.sqrt(rest)
+    if window <= _SHARE * spread:
+        return 0
+    if window >= _SHARE * spread * 2**most:
+        return most
+    return min(most, math.ceil(math.log2(window / (_SHARE * spread))))
+
+
+def _wide(q: np.ndarray, window: int) -> bool:
+    """Whether a search should use the wide planes (more than 10 bits, see ``_extra_bits``),
+    given the 10-plane ``q`` and its window."""
+    return _extra_bits(q, window, 1) > 0
 
 
 class BitPackedIndex(ExactScanIndex):
@@ -178,11 +194,12 @@ class BitPackedIndex(ExactScanIndex):
     ``score`` is the float64 sum of one table entry per key byte (the sum of the query over the
     byte's set entries), in ascending byte order.
 
-    With numba (``pip install "fastmwem[numba]"``) the scan is compiled: ``q`` has 10 bits (16
-    for queries that 10 bits resolve too coarsely, such as a few dominant entries among many
-    small ones), held as bit planes, and a key's integer score is a few vectorised popcounts of
-    its words; the threads take blocks of keys from a shared counter and keep only the keys
-    near the running k-th best score, so the rest of the search handles a few thousand keys.
+    With numba (``pip install "fastmwem[numba]"``) the scan is compiled: ``q`` has 10 bits (11
+    to 16 for queries that 10 bits resolve too coarsely, such as a few dominant entries among
+    many small ones), held as bit planes, and a key's integer score is a few vectorised
+    popcounts of its words; the threads take blocks of keys from a shared counter and keep only
+    the keys near the running k-th best score, so the rest of the search handles a few thousand
+    keys.
     Without numba, a numpy scan (several times slower) adds one table look-up per key byte with
     ``q`` as fine as int32 sums allow. Both return identical results.
 
@@ -331,21 +348,26 @@ class BitPackedIndex(ExactScanIndex):
 
     def _planes(self, v: np.ndarray) -> tuple[np.ndarray, int]:
         """The compiled scan's bit planes of ``v`` and its window (integer units): 10 planes, or
-        16 when the 10-plane window is wide against the spread of the scores (``_wide``)."""
+        when the 10-bit window is wide against the spread of the scores (``_wide``), 11 to 16
+        bits (``_extra_bits``) on 16 planes (the scan skips those holding only sign bits)."""
         kernels = self._numba()
         padded = self._padded(v)
         n_planes = kernels.PLANES
         q, window = self._quantized(padded, n_planes)
         if _wide(q, window):
+            # _wide holds exactly when _extra_bits adds one; were _wide replaced (tests force a
+            # plane count), the wide planes get all their bits
+            most = kernels.WIDE_PLANES - n_planes
+            bits = n_planes + (_extra_bits(q, window, most) or most)
             n_planes = kernels.WIDE_PLANES
-            q, window = self._quantized(padded, n_planes)
+            q, window = self._quantized(padded, bits)
         self.last_planes = n_planes
         return kernels.bit_planes(q, self._words.shape[1], n_planes), window
 
-    def _quantized(self, padded: np.ndarray, n_planes: int) -> tuple[np.ndarray, int]:
-        """``padded`` on ``n_planes`` bits and the window: a proven bound on the gap between
+    def _quantized(self, padded: np.ndarray, bits: int) -> tuple[np.ndarray, int]:
+        """``padded`` on ``bits`` bits and the window: a proven bound on the gap between
         two keys' integer scores and their ``score`` values, for that quantisation."""
-        q, residual, l1 = _plane_quantize(padded, n_planes)
+        q, residual, l1 = _plane_quantize(padded, bits)
         # Integer scores are within residual of <key, v 2^p>, and score() within the rounding
         # bound; the + 1 covers scaled entries of v below the normal float range.
         return q, math.floor(2.0 * (residual + self._exact_rounding(l1))) + 1
@@ -378,7 +400,7 @@ class BitPackedIndex(ExactScanIndex):
         buffers = self._buffers if self._buffers is not None else {}
         self._buffers = None
         try:
-            ids, approx, rescanned = self._kernels.top_candidates(
+            ids, approx, rows, rescanned = self._kernels.top_candidates(
                 self._words, planes, self._n, absolute, k, window, self._threads(), buffers)
         finally:
             self._buffers = buffers
@@ -389,7 +411,7 @@ class BitPackedIndex(ExactScanIndex):
             self.rescanned_keys += rescanned
         if self._exact_kernels is not None:  # the steps below in one compiled call
             scores, top, self.last_rescored = self._exact_kernels.window_top(
-                self._words, ids, approx, k, window, self._tables(v), absolute)
+                self._words, ids, approx, k, window, self._tables(v), absolute, rows)
             return scores, top
         kth = np.partition(approx, approx.size - k)[approx.size - k]
         ids = ids[approx >= kth - window]
