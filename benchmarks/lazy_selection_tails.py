@@ -10,7 +10,9 @@ mechanism's law from an exact top-k search. Goals: at ``m = 10^6`` the median se
   difference of two Dirichlet distributions times 10^4 (like MWEM's rounds, ``h - n a``),
   Gaussian times 10, 8 non-zero coordinates times 100 (scores with huge ties), and the
   ``h - n a`` of the rounds of a real MWEM run (epsilon 1, lazy selection, single queries over
-  the same ``m`` queries) on the public NLTCS table's first 8 (10) binary attributes. One
+  the same ``m`` queries) on the public NLTCS table's first 8 (10) binary attributes, and
+  (``mwem-digits``, held out: no constant of the search was chosen on them) on the digits
+  table's 8 (10) central pixels (``benchmarks/data/suite/digits.csv.gz``). One
   selection per vector: the lazy mechanism with MWEM's round law (``|score|``,
   ``k = ceil(sqrt(m))``, epsilon 0.05, sensitivity 1); the classic one computes all ``m``
   answers as MWEM's classic round does (``workload.answer``, byte tables) and draws the same
@@ -61,7 +63,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 THREAD_ENV = {name: "1" for name in ("NUMBA_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                                      "OMP_NUM_THREADS", "MKL_NUM_THREADS")}
-KINDS = ("dirichlet", "gaussian", "sparse", "mwem")
+KINDS = ("dirichlet", "gaussian", "sparse", "mwem", "mwem-digits")
+# The digits table's central pixels, centre outwards (chosen before any timing): the columns
+# of the held-out MWEM vectors (no constant of the search was chosen on them).
+DIGITS_PIXELS = ("p33", "p34", "p43", "p44", "p32", "p35", "p42", "p45", "p23", "p24")
 # A classic selection every CLASSIC_EVERY lazy ones, then SETTLE untimed lazy selections.
 CLASSIC_EVERY, SETTLE = 6, 3
 
@@ -94,9 +99,27 @@ class _RecordingChooser:
         return self.inner.choose(state, available, rng)
 
 
-def _mwem_vectors(workload: object, d: int, count: int, seed: int) -> list:
+def _table_bits(table: str, bits: int):
+    """The records' first ``bits`` binary columns: NLTCS's, or the digits' central pixels."""
+    import gzip
+
+    import numpy as np
+
+    if table == "nltcs":
+        from fastmwem.datasets import load_nltcs
+
+        return load_nltcs().records[:, :bits]
+    with gzip.open(os.path.join(HERE, "data", "suite", "digits.csv.gz"), "rt") as f:
+        header = f.readline().strip().split(",")
+        rows = np.loadtxt(f, delimiter=",", dtype=np.int64)
+    return rows[:, [header.index(p) for p in DIGITS_PIXELS[:bits]]]
+
+
+def _mwem_vectors(workload: object, d: int, count: int, seed: int,
+                  table: str = "nltcs") -> list:
     """The ``h - n a`` of the ``count`` rounds of a real MWEM run (lazy selection, epsilon 1,
-    single queries) on NLTCS's first ``log2 d`` attributes (a public table), over ``workload``."""
+    single queries) on ``log2 d`` binary attributes of a public table (NLTCS's first, or the
+    held-out digits' central pixels), over ``workload``."""
     import warnings
 
     import numpy as np
@@ -104,7 +127,6 @@ def _mwem_vectors(workload: object, d: int, count: int, seed: int) -> list:
 
     from fastmwem import Domain, mwem
     from fastmwem.data import Dataset
-    from fastmwem.datasets import load_nltcs
     from fastmwem.release.selection import LazySelection
 
     class Recording(TimedSelection):
@@ -113,7 +135,7 @@ def _mwem_vectors(workload: object, d: int, count: int, seed: int) -> list:
                                      vectors)
 
     bits = int(round(math.log2(d)))
-    records = load_nltcs().records[:, :bits]
+    records = _table_bits(table, bits)
     cells = records @ (1 << np.arange(bits - 1, -1, -1))  # row-major code of the projection
     data = Dataset(cells.reshape(-1, 1), Domain(["x"], [d]))
     histogram, vectors = data.histogram().astype(np.float64), []
@@ -152,8 +174,10 @@ def child_bitpacked(spec: dict) -> dict:
     generator = np.random.default_rng(7)
     vectors = {kind: [_vector(kind, d, np.random.default_rng([spec["seed"], i, k]))
                       for i in range(spec["vectors"])] for k, kind in enumerate(KINDS)
-               if kind != "mwem"}
+               if not kind.startswith("mwem")}
     vectors["mwem"] = _mwem_vectors(workload, d, spec["vectors"], spec["seed"])
+    vectors["mwem-digits"] = _mwem_vectors(workload, d, spec["vectors"], spec["seed"],
+                                           table="digits")
     started = time.perf_counter()
     for v in vectors["dirichlet"][:5]:  # warm-up: numba's compile or cache load, the caches
         lazy.select(v, rng=generator)
