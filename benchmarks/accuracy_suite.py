@@ -92,7 +92,11 @@ POLICIES: dict[str, dict[str, dict[str, object]]] = {
                  pure_dense="passes"), "FACTORED_NOISE_SHARE": _NO_BOUND}},
              # a tighter signal bound (the default's share is 0.5)
              "pure-signal25": {"constants": {"FACTORED_NOISE_SHARE": {"pure": 0.25,
-                                                                      "zcdp": None}}}},
+                                                                      "zcdp": None}}},
+             # the default's bound, but at least one round per attribute
+             "pure-signal50-floor": {"constants": {
+                 "FACTORED_NOISE_SHARE": {"pure": 0.5, "zcdp": None},
+                 "FACTORED_ROUNDS_FLOOR": {"pure": True, "zcdp": False}}}},
     "zcdp": {"zcdp-default": {},
              # the defaults before the weighted final fit on a factored model
              "zcdp-passes": {"constants": {"DEFAULT_ESTIMATOR": _estimators(
