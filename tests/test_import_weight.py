@@ -18,7 +18,8 @@ import pytest
 HEAVY = ("numba", "pandas", "scipy", "duckdb", "pyspark", "faiss", "hnswlib", "fastapi", "tqdm",
          "matplotlib")
 
-SUBPACKAGES = ("accounting", "cli", "data", "data.io", "data.sources", "indices", "lp",
+SUBPACKAGES = ("accounting", "cli", "data", "data.io", "data.sources", "indices",
+               "indices.bitpacked", "lp",
                "mechanisms", "models", "quality",
                "release", "service", "testing", "workloads")
 

@@ -177,7 +177,7 @@ def _files_and_engines() -> None:
                    PYTHONPATH=str(ctx.dir / "site"), PYTHONDONTWRITEBYTECODE="1")
         script = ("import numpy as np\nimport fastmwem\n"
                   "import fastmwem.models.matching, fastmwem.models.passes\n"
-                  "import fastmwem.indices._bitkernels_numba\n"
+                  "import fastmwem.indices.bitpacked._kernels_numba\n"
                   "from fastmwem.models.matching import match_marginals\n"
                   "rng = np.random.default_rng(0)\n"
                   "codes = np.stack([rng.integers(0, 3, 40), rng.integers(0, 4, 40)], axis=1)\n"

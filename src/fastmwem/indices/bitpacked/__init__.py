@@ -44,16 +44,16 @@ def _popcounts(words: np.ndarray) -> np.ndarray:
 
 def _numba_kernels() -> ModuleType | None:
     # Imported on first use: loading numba takes about half a second.
-    from fastmwem.indices import _bitkernels_numba
+    from fastmwem.indices.bitpacked import _kernels_numba
 
-    return _bitkernels_numba if _bitkernels_numba.AVAILABLE else None
+    return _kernels_numba if _kernels_numba.AVAILABLE else None
 
 
 def _numba_exact() -> ModuleType:
     # Loaded with the kernels above, when numba is installed.
-    from fastmwem.indices import _bitexact_numba
+    from fastmwem.indices.bitpacked import _exact_numba
 
-    return _bitexact_numba
+    return _exact_numba
 
 
 def numba_available() -> bool:
@@ -376,7 +376,7 @@ class BitPackedIndex(ExactScanIndex):
         return self.threads or self._numba().default_threads()
 
     def _numba(self) -> ModuleType:
-        """The compiled kernels (``indices._bitkernels_numba``)."""
+        """The compiled kernels (``indices.bitpacked._kernels_numba``)."""
         if self._kernels is None:  # only the numba backend's paths get here
             raise RuntimeError("the numba kernels are not loaded")
         return self._kernels

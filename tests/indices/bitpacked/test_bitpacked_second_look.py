@@ -20,9 +20,9 @@ pytestmark = pytest.mark.skipif(not numba_available(), reason="numba is not inst
 
 
 def _kernels():
-    from fastmwem.indices import _bitkernels_numba
+    from fastmwem.indices.bitpacked import _kernels_numba
 
-    return _bitkernels_numba
+    return _kernels_numba
 
 
 def _index(keys: np.ndarray, threads: int) -> BitPackedIndex:

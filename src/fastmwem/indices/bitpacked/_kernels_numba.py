@@ -5,11 +5,11 @@ A query is quantised to ``P``-bit integers ``q`` (two's complement) held as bit 
 ``planes[w, p]`` = bit ``p`` of ``q`` over the cells of key word ``w``; ``P`` is ``PLANES`` or
 ``WIDE_PLANES``, read from the planes' shape. ``_make_plan`` groups the key words 4 by 4 and
 scores each group on only as many planes as the widest of its cells needs (MWEM's queries on 16
-planes need about 12 per word, a word of zeros none); ``indices._bitscan_numba`` holds the
+planes need about 12 per word, a word of zeros none); ``indices.bitpacked._scan_numba`` holds the
 compiled passes over the keys, one per plane count.
 
 ``top_candidates`` scans and keeps, per thread, the keys within a window of a running k-th best
-score, so nothing of size ``n`` is written; ``indices._bitexact_numba`` rescores keys in float64
+score, so nothing of size ``n`` is written; ``indices.bitpacked._exact_numba`` rescores keys in float64
 by byte tables (``tables[j, byte j]``, summed over ``j`` in ascending order), exactly as the
 numpy kernels of ``indices.bitpacked`` do, so both backends return identical scores. Without
 numba the module still imports (``AVAILABLE`` is False) and is not used.
@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from fastmwem._jit import njit_cached
-from fastmwem.indices._bitscan_numba import (
+from fastmwem.indices.bitpacked._scan_numba import (
     _GROUP,
     _NEVER,
     _SUB,
@@ -33,15 +33,15 @@ from fastmwem.indices._bitscan_numba import (
     WIDE_PLANES,
     _Plan,
 )
-from fastmwem.indices._bitscan_numba import _PADDING as _PADDING
-from fastmwem.indices._bitscan_numba import _kth_bound as _kth_bound
-from fastmwem.indices._bitscan_numba import _record_maxima as _record_maxima
+from fastmwem.indices.bitpacked._scan_numba import _PADDING as _PADDING
+from fastmwem.indices.bitpacked._scan_numba import _kth_bound as _kth_bound
+from fastmwem.indices.bitpacked._scan_numba import _record_maxima as _record_maxima
 
 if AVAILABLE:
     from numba import config, get_num_threads, set_num_threads
 
-    from fastmwem.indices._bitscan_numba import _popcount as _popcount
-    from fastmwem.indices._bitscan_numba import (
+    from fastmwem.indices.bitpacked._scan_numba import _popcount as _popcount
+    from fastmwem.indices.bitpacked._scan_numba import (
         _rescan_serial,
         _rescan_serial_wide,
         _scan_parallel,

@@ -1,7 +1,7 @@
 """The compiled bit-packed scan on only the planes each group of key words needs.
 
 A word's cells that all fit in ``t`` bits of two's complement are scored on ``t`` planes, a word
-of zeros on none (``_bitkernels_numba._make_plan``), and a query whose 10-bit window is wide
+of zeros on none (``_kernels_numba._make_plan``), and a query whose 10-bit window is wide
 against its scores' spread is quantised on 11 to 16 bits (``bitpacked._extra_bits``). Both only
 change the speed: these tests check the integer scores against ``keys @ q`` on queries built to
 hit every width at its edges (``-2^(t-1)`` and ``2^(t-1) - 1``), and whole searches against the
@@ -20,9 +20,9 @@ pytestmark = pytest.mark.skipif(not numba_available(), reason="numba is not inst
 
 
 def _kernels():
-    from fastmwem.indices import _bitkernels_numba
+    from fastmwem.indices.bitpacked import _kernels_numba
 
-    return _bitkernels_numba
+    return _kernels_numba
 
 
 def _edge_query(rng: np.random.Generator, d: int, n_planes: int) -> tuple[np.ndarray, list[int]]:

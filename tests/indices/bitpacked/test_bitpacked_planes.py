@@ -22,9 +22,9 @@ D = 1024
 
 
 def _kernels():
-    from fastmwem.indices import _bitkernels_numba
+    from fastmwem.indices.bitpacked import _kernels_numba
 
-    return _bitkernels_numba
+    return _kernels_numba
 
 
 def _skewed(rng: np.random.Generator, dominant: int) -> np.ndarray:

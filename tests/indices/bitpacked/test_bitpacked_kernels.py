@@ -22,9 +22,9 @@ pytestmark = pytest.mark.skipif(not numba_available(), reason="numba is not inst
 
 
 def _kernels():
-    from fastmwem.indices import _bitkernels_numba
+    from fastmwem.indices.bitpacked import _kernels_numba
 
-    return _bitkernels_numba
+    return _kernels_numba
 
 
 def _pair(keys: np.ndarray, threads: int = 1) -> tuple[BitPackedIndex, BitPackedIndex]:
@@ -90,7 +90,8 @@ def test_serial_and_parallel_kernels_have_their_own_cache_entries():
 _CHILD = """
 import sys
 import numpy as np
-from fastmwem.indices import BitPackedIndex, _bitkernels_numba as kernels
+from fastmwem.indices import BitPackedIndex
+from fastmwem.indices.bitpacked import _kernels_numba as kernels
 rng = np.random.default_rng(0)
 index = BitPackedIndex(40, threads=int(sys.argv[1]), progress=False)
 index.add(rng.random((9 * 4096, 40)) < 0.5)  # 9 blocks: parallel on two threads
@@ -227,7 +228,7 @@ def test_a_starting_guess_from_random_keys_holds(monkeypatch, threads):
 def test_a_starting_guess_too_high_is_caught(monkeypatch, threads):
     # Keys sorted best first: the sampled first blocks (8 of 40) hold the best scores, so the
     # guessed rank, 2 k / 5 + 16 < k, lies above the true k-th best; the scan must notice and
-    # take a second look (tests/indices/test_indices_bitpacked_second_look.py counts it).
+    # take a second look (tests/indices/bitpacked/test_bitpacked_second_look.py counts it).
     rng = np.random.default_rng(8)
     n, d = 40 * BLOCK, 64
     v = rng.normal(size=d)

@@ -1,7 +1,7 @@
 """The bit-packed index's compiled exact steps give the numpy steps' results, bit for bit.
 
 With numba, a search builds the byte tables, keeps the window, gathers and sums the keys'
-scores and orders the top-k in compiled code (``indices._bitexact_numba``); the numpy backend
+scores and orders the top-k in compiled code (``indices.bitpacked._exact_numba``); the numpy backend
 (and the code before) does it in array operations. The float64 scores must be the same bits
 (the same additions in the same order) and the top-k the same ids in the same order, ties
 included.
@@ -20,9 +20,9 @@ pytestmark = pytest.mark.skipif(not numba_available(), reason="numba is not inst
 
 
 def _exact():
-    from fastmwem.indices import _bitexact_numba
+    from fastmwem.indices.bitpacked import _exact_numba
 
-    return _bitexact_numba
+    return _exact_numba
 
 
 def _index(d: int, n: int, seed: int) -> BitPackedIndex:

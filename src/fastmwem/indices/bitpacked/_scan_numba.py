@@ -10,14 +10,14 @@ bit planes, ``planes[w, p]`` = bit ``p`` of ``q`` over the cells of word ``w``, 
 ``-2^(P-1)`` for the top plane. ``P`` is ``PLANES`` or ``WIDE_PLANES``: each has its own
 compiled kernels (the wide ones compiled, or loaded from numba's cache, on first use only). A
 pass scores groups of 4 key words on only as many planes as the widest of their cells needs
-(``indices._bitkernels_numba._make_plan``), with a compiled pass per plane count whose loops
+(``indices.bitpacked._kernels_numba._make_plan``), with a compiled pass per plane count whose loops
 over planes and words are unrolled, so the pass over the keys of a block vectorises (AVX-512
 VPOPCNTQ where the CPU has it): several times faster than a byte-table look-up per key byte,
 which cannot vectorise.
 
 Every compiled function these kernels call is in this file: numba's on-disk cache checks only
 the source file of the function it loads, so a callee in another file could change unseen.
-``indices._bitkernels_numba`` drives these kernels. Without numba the module still imports
+``indices.bitpacked._kernels_numba`` drives these kernels. Without numba the module still imports
 (``AVAILABLE`` is False) and is not used.
 """
 
@@ -63,7 +63,7 @@ _SUB = 16
 
 
 _Pass = Callable[[np.ndarray, int, int, np.ndarray, np.ndarray, np.ndarray, bool], None]
-# A scan's passes (see _bitkernels_numba._make_plan): the widths, key words and planes of its
+# A scan's passes (see _kernels_numba._make_plan): the widths, key words and planes of its
 # groups.
 _Plan = tuple[np.ndarray, np.ndarray, np.ndarray]
 _F = TypeVar("_F", bound=Callable[..., object])
@@ -158,7 +158,7 @@ def _group_pass(width: int, words: np.ndarray, b: int, r0: int,  # pragma: no co
 def _score_keys(words: np.ndarray, b: int, r0: int, plan: _Plan,  # pragma: no cover - compiled
                 acc: np.ndarray) -> None:
     """``acc[r]`` = integer score of key ``r0 + r`` of block ``b``: one pass per group of
-    ``plan`` (see ``_bitkernels_numba._make_plan``), the first writing ``acc``, the others
+    ``plan`` (see ``_kernels_numba._make_plan``), the first writing ``acc``, the others
     adding to it."""
     widths, slots, planes = plan
     if widths.size == 0:  # q is 0
