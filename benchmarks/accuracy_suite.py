@@ -70,37 +70,42 @@ def _estimators(**changes: str) -> dict[str, str]:
 #: The policies tried for each privacy definition (keyword arguments of mwem_with_defaults, and
 #: ``constants`` of the defaults). ``{}`` is the library's defaults; the other policies are
 #: written out in full, so that a change of the defaults does not change what they mean.
-#: The signal bound of a factored model's rounds turned off (the defaults before it, under
-#: pure DP; never on under zCDP so far).
-_NO_BOUND: dict[str, float | None] = {"pure": None, "zcdp": None}
+#: The signal bound of a factored model's rounds turned off (the defaults before it).
+_NO_BOUND: dict[str, object] = {"FACTORED_NOISE_SHARE": {"pure": None, "zcdp": None}}
+_NO_FLOOR = {"pure": False, "zcdp": False}
+
+
+def _bound(pure: float | None, zcdp: float | None, floor: bool) -> dict[str, object]:
+    """The signal bound's constants with both definitions' values written out."""
+    return {"FACTORED_NOISE_SHARE": {"pure": pure, "zcdp": zcdp},
+            "FACTORED_ROUNDS_FLOOR": {"pure": floor, "zcdp": floor}}
+
+
 POLICIES: dict[str, dict[str, dict[str, object]]] = {
     "pure": {"pure-default": {},
              # the defaults before the signal bound of a factored model's rounds: the ceiling
-             "pure-factored-ceiling": {"constants": {"FACTORED_NOISE_SHARE": _NO_BOUND}},
+             "pure-factored-ceiling": {"constants": _NO_BOUND},
              # the defaults before the weighted final fit: passes on every model
              "pure-passes": {"constants": {"DEFAULT_ESTIMATOR": _estimators(
-                 pure_dense="passes", pure_factored="passes"),
-                 "FACTORED_NOISE_SHARE": _NO_BOUND}},
-             "pure-fixed": {"rounds": "fixed", "estimator": "passes",
-                            "constants": {"FACTORED_NOISE_SHARE": _NO_BOUND}},
+                 pure_dense="passes", pure_factored="passes"), **_NO_BOUND}},
+             "pure-fixed": {"rounds": "fixed", "estimator": "passes", "constants": _NO_BOUND},
              "pure-adaptive": {"rounds": "adaptive", "estimator": "passes",
-                               "constants": {"FACTORED_NOISE_SHARE": _NO_BOUND}},
+                               "constants": _NO_BOUND},
              "pure-adaptive-finalfit": {"rounds": "adaptive", "estimator": "final-fit",
-                                        "constants": {"FACTORED_NOISE_SHARE": _NO_BOUND}},
+                                        "constants": _NO_BOUND},
              # the weighted final fit on a factored model only
              "pure-factored-fit": {"constants": {"DEFAULT_ESTIMATOR": _estimators(
-                 pure_dense="passes"), "FACTORED_NOISE_SHARE": _NO_BOUND}},
-             # a tighter signal bound (the default's share is 0.5)
-             "pure-signal25": {"constants": {"FACTORED_NOISE_SHARE": {"pure": 0.25,
-                                                                      "zcdp": None}}},
-             # the default's bound, but at least one round per attribute
-             "pure-signal50-floor": {"constants": {
-                 "FACTORED_NOISE_SHARE": {"pure": 0.5, "zcdp": None},
-                 "FACTORED_ROUNDS_FLOOR": {"pure": True, "zcdp": False}}}},
+                 pure_dense="passes"), **_NO_BOUND}},
+             # the signal bound without the floor of one round per attribute
+             "pure-signal25": {"constants": _bound(0.25, None, False)},
+             "pure-signal50": {"constants": _bound(0.5, None, False)}},
     "zcdp": {"zcdp-default": {},
+             # the defaults before the signal bound of a factored model's rounds: the ceiling
+             "zcdp-factored-ceiling": {"constants": _NO_BOUND},
              # the defaults before the weighted final fit on a factored model
              "zcdp-passes": {"constants": {"DEFAULT_ESTIMATOR": _estimators(
-                 zcdp_factored="passes"), "FACTORED_MAX_ROUNDS": {"pure": 25, "zcdp": 25}}},
+                 zcdp_factored="passes"), "FACTORED_MAX_ROUNDS": {"pure": 25, "zcdp": 25},
+                 **_NO_BOUND}},
              "zcdp-r25": {"rounds": 25, "estimator": "passes"},
              "zcdp-r50": {"rounds": 50, "estimator": "passes"},
              "zcdp-adaptive": {"rounds": "adaptive", "estimator": "passes"},
@@ -109,23 +114,17 @@ POLICIES: dict[str, dict[str, dict[str, object]]] = {
                                           "estimator": "final-fit"},
              # the defaults before up to 50 rounds on a factored model: up to 25
              "zcdp-factored25-fit": {"constants": {"FACTORED_MAX_ROUNDS": {"pure": 25,
-                                                                           "zcdp": 25}}},
+                                                                           "zcdp": 25},
+                                                   **_NO_BOUND}},
              # cliques of up to 2^20 cells (the default cap is 2^16): large 3-way marginals
              "zcdp-cap20": {"max_clique_cells": 2**20, "constants": {
-                 "FACTORED_MAX_ROUNDS": {"pure": 25, "zcdp": 25}}},
+                 "FACTORED_MAX_ROUNDS": {"pure": 25, "zcdp": 25}, **_NO_BOUND}},
              "zcdp-factored50-cap20": {"max_clique_cells": 2**20, "constants": {
-                 "FACTORED_MAX_ROUNDS": {"pure": 25, "zcdp": 50}}},
-             "zcdp-signal30": {"constants": {"FACTORED_NOISE_SHARE": {"pure": None,
-                                                                      "zcdp": 0.3}}},
-             "zcdp-signal60": {"constants": {"FACTORED_NOISE_SHARE": {"pure": None,
-                                                                      "zcdp": 0.6}}},
-             # the bound, but at least one round per attribute
-             "zcdp-signal30-floor": {"constants": {
-                 "FACTORED_NOISE_SHARE": {"pure": 0.5, "zcdp": 0.3},
-                 "FACTORED_ROUNDS_FLOOR": {"pure": False, "zcdp": True}}},
-             "zcdp-signal60-floor": {"constants": {
-                 "FACTORED_NOISE_SHARE": {"pure": 0.5, "zcdp": 0.6},
-                 "FACTORED_ROUNDS_FLOOR": {"pure": False, "zcdp": True}}}},
+                 "FACTORED_MAX_ROUNDS": {"pure": 25, "zcdp": 50}, **_NO_BOUND}},
+             # the signal bound without the floor, and a looser one with it
+             "zcdp-signal30": {"constants": _bound(None, 0.3, False)},
+             "zcdp-signal60": {"constants": _bound(None, 0.6, False)},
+             "zcdp-signal60-floor": {"constants": _bound(None, 0.6, True)}},
 }
 ORDERS = ("mean_l1_2way", "mean_l1_3way")
 
