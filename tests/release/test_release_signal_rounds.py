@@ -81,6 +81,7 @@ def test_a_factored_default_run_takes_the_signal_bound_when_it_is_set(monkeypatc
         return run_with_defaults(ds, w, privacy=privacy, model="junction-tree",
                                  rng=np.random.default_rng(0), **budget, **options)[1]
 
+    monkeypatch.setitem(auto.FACTORED_ROUNDS_FLOOR, privacy, False)
     monkeypatch.setitem(auto.FACTORED_NOISE_SHARE, privacy, None)
     unbounded = chosen()
     assert unbounded.rounds == unbounded.rounds_ceiling  # no bound: the ceiling
@@ -103,12 +104,12 @@ def test_a_factored_default_run_takes_the_signal_bound_when_it_is_set(monkeypatc
     assert dense.rounds == again.rounds
 
 
-def test_the_defaults_bound_pure_rounds_only():
+def test_the_defaults_bound_the_rounds_with_a_floor_under_both_definitions():
     from fastmwem.release.mwem import auto
 
     # the accuracy suite's leave-one-table-out choices (docs/mwem.md)
-    assert auto.FACTORED_NOISE_SHARE == {"pure": 0.5, "zcdp": None}
-    assert not any(auto.FACTORED_ROUNDS_FLOOR.values())
+    assert auto.FACTORED_NOISE_SHARE == {"pure": 0.5, "zcdp": 0.3}
+    assert auto.FACTORED_ROUNDS_FLOOR == {"pure": True, "zcdp": True}
 
 
 @pytest.mark.parametrize("privacy", ["pure", "zcdp"])
@@ -119,6 +120,7 @@ def test_the_floor_keeps_a_round_per_attribute(monkeypatch, privacy):
     w = Marginals.all_kway(ds.domain, 2)
     budget = dict(epsilon=1.0) if privacy == "pure" else dict(epsilon=1.0, delta=1e-9)
     monkeypatch.setitem(auto.FACTORED_NOISE_SHARE, privacy, 1e-6)  # one round without floor
+    monkeypatch.setitem(auto.FACTORED_ROUNDS_FLOOR, privacy, False)
 
     def rounds():
         return run_with_defaults(ds, w, privacy=privacy, model="junction-tree",

@@ -107,11 +107,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                              "until the budget is spent) or 'fixed' (the default's rules "
                              "without annealing). Default: with --privacy zcdp, "
                              "adaptive when the budget is large next to the records (see "
-                             "docs/mwem.md), else 25 (up to 50 on a junction tree); with pure "
+                             "docs/mwem.md), else 25; with pure "
                              "DP superset rounds when the "
-                             "noisy record count allows enough of them, else adaptive, "
-                             "or on a junction tree up to 25, fewer where a typical pair "
-                             "would be mostly noise (see docs/mwem.md). A --rounds above the "
+                             "noisy record count allows enough of them, else adaptive; "
+                             "on a junction tree up to 25 (pure) or 50 (zCDP), fewer where "
+                             "a typical pair would be mostly noise, at least one per "
+                             "attribute (see docs/mwem.md). A --rounds above the "
                              "number of candidate groups is an error")
     parser.add_argument("--reuse-passes", type=int, default=None,
                         help="most MW passes over all measurements per round (default "

@@ -273,7 +273,8 @@ def mwem_with_defaults(
     Rounds. ``None`` (the default) chooses them: under zCDP adaptively (budget annealing,
     :mod:`fastmwem.release.mwem.annealing`) when the model is dense and :func:`use_adaptive` says
     so from the budget and the released count, else ``MAX_DEFAULT_ROUNDS`` fixed rounds on a
-    dense model and ``FACTORED_MAX_ROUNDS["zcdp"]`` on a factored one (on adult's junction
+    dense model and ``FACTORED_MAX_ROUNDS["zcdp"]`` on a factored one, lowered by the signal
+    bound (``FACTORED_NOISE_SHARE``, ``FACTORED_ROUNDS_FLOOR``; on adult's junction
     tree, annealing scored 0.276 mean 3-way L1 at epsilon 1 against 0.174 for fixed rounds),
     both at most the candidates; under pure DP with the first-round noise test
     (``noise_test=NOISE_TEST_ALPHA`` unless given) and, on a dense model, adaptively unless
