@@ -445,9 +445,9 @@ def mwem_with_defaults(
         # A factored run selects among marginals of every size with a per-cell penalty, so its
         # rounds can always measure the smallest; a dense run measures the workload's own groups.
         cells = float(sizes.mean() if model == "dense" else sizes.min())
-        top = _signal_bound(ceiling, model, definition, rest, total, candidates_found, config,
-                            workload)
-        fixed = default_rounds(ceiling=top, cells=cells, epsilon_rounds=rest,
+        bounded = _signal_bound(ceiling, model, definition, rest, total, candidates_found,
+                                config, workload)
+        fixed = default_rounds(ceiling=bounded, cells=cells, epsilon_rounds=rest,
                                records=float(total))
         if superset is not None:
             settings, top, per_group = superset
