@@ -84,7 +84,7 @@ def test_synth_demo_runs(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("flags, passes, chosen", [
-    ([], 50, "default"), (["--privacy", "zcdp", "--delta", "1e-6"], 20, "default"),
+    ([], 50, "default"), (["--privacy", "zcdp", "--delta", "1e-6"], 50, "default"),
     (["--reuse-passes", "4"], 4, "given")])
 def test_synth_report_says_how_many_reuse_passes(coded_csv, tmp_path, capsys, flags, passes,
                                                  chosen):
@@ -102,7 +102,7 @@ def _reported_command(coded_csv, tmp_path, capsys, flags):
 
 
 @pytest.mark.parametrize("flags, estimator, chosen", [
-    ([], "final-fit", "default"), (["--privacy", "zcdp", "--delta", "1e-6"], "passes", "default"),
+    ([], "final-fit", "default"), (["--privacy", "zcdp", "--delta", "1e-6"], "final-fit", "default"),
     (["--estimator", "passes"], "passes", "given"), (["--estimator", "fit"], "fit", "given")])
 def test_synth_report_says_which_estimator_ran(coded_csv, tmp_path, capsys, flags, estimator,
                                                chosen):
