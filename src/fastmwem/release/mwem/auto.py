@@ -31,9 +31,11 @@ docs/mwem.md gives the held-out ratios to AIM.
 
 The model. Under zCDP a default run takes a junction tree for a marginal workload even where a
 dense histogram fits (``DEFAULT_MODEL``): on ten column subsets of the suite's large tables the
-dense defaults (annealing, the reuse passes) had 0.63 mean log error ratio to the best of three
-configurations and the junction tree 0.01 (``benchmarks/model_choice.py``; on held-out NLTCS and
-msq 0.13 against 0.04). Under pure DP the dense histogram stays (0.06 against 0.26 held out).
+dense defaults (annealing, the reuse passes) had a mean log error ratio of 0.83 to the best of
+three configurations and the junction tree 0.04 (``benchmarks/model_choice.py``; held out, on
+NLTCS and msq, 0.13 against 0.04). Under pure DP the dense histogram stays: the subsets would
+have chosen the junction tree (0.15 against 0.31), but on NLTCS and msq it lost (0.26 against
+0.06), so the change has no held-out support there.
 
 Small data. When even the most accurate candidate marginal of order >= 2, measured alone with
 the whole budget left after the count, is predicted to get noise of at least the records' own
