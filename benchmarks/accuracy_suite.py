@@ -81,6 +81,17 @@ def _bound(pure: float | None, zcdp: float | None, floor: bool) -> dict[str, obj
             "FACTORED_ROUNDS_FLOOR": {"pure": floor, "zcdp": floor}}
 
 
+#: The zCDP defaults' model before a junction tree became their default for every marginal
+#: workload: a dense histogram where it fits (the zCDP policies below ran so).
+_DENSE_MODEL: dict[str, object] = {"DEFAULT_MODEL": {"pure": "auto", "zcdp": "auto"}}
+
+
+def _dense(policy: dict[str, object]) -> dict[str, object]:
+    """``policy`` with the zCDP defaults' dense model of before written out."""
+    return {**policy, "constants": {**cast(dict[str, object], policy.get("constants", {})),
+                                    **_DENSE_MODEL}}
+
+
 POLICIES: dict[str, dict[str, dict[str, object]]] = {
     "pure": {"pure-default": {},
              # the defaults before the signal bound of a factored model's rounds: the ceiling
@@ -100,6 +111,8 @@ POLICIES: dict[str, dict[str, dict[str, object]]] = {
              "pure-signal25": {"constants": _bound(0.25, None, False)},
              "pure-signal50": {"constants": _bound(0.5, None, False)}},
     "zcdp": {"zcdp-default": {},
+             # the defaults before the junction tree on dense-sized domains
+             "zcdp-dense": {"constants": _DENSE_MODEL},
              # the defaults before the signal bound of a factored model's rounds: the ceiling
              "zcdp-factored-ceiling": {"constants": _NO_BOUND},
              # the defaults before the weighted final fit on a factored model
@@ -126,6 +139,8 @@ POLICIES: dict[str, dict[str, dict[str, object]]] = {
              "zcdp-signal60": {"constants": _bound(None, 0.6, False)},
              "zcdp-signal60-floor": {"constants": _bound(None, 0.6, True)}},
 }
+POLICIES["zcdp"] = {name: policy if name in ("zcdp-default", "zcdp-dense") else _dense(policy)
+                   for name, policy in POLICIES["zcdp"].items()}
 ORDERS = ("mean_l1_2way", "mean_l1_3way")
 
 

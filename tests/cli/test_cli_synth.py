@@ -84,7 +84,7 @@ def test_synth_demo_runs(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("flags, passes, chosen", [
-    ([], 50, "default"), (["--privacy", "zcdp", "--delta", "1e-6"], 20, "default"),
+    ([], 50, "default"), (["--privacy", "zcdp", "--delta", "1e-6"], 50, "default"),
     (["--reuse-passes", "4"], 4, "given")])
 def test_synth_report_says_how_many_reuse_passes(coded_csv, tmp_path, capsys, flags, passes,
                                                  chosen):
@@ -101,8 +101,36 @@ def _reported_command(coded_csv, tmp_path, capsys, flags):
     return json.loads(report.read_text())["command"]
 
 
+@pytest.mark.parametrize("flags, model, estimator", [
+    ([], "dense", "final-fit"), (["--privacy", "zcdp", "--delta", "1e-6"], "junction-tree",
+                                 "final-fit"),
+    (["--privacy", "zcdp", "--delta", "1e-6", "--model", "dense"], "dense", "passes"),
+    (["--model", "junction-tree"], "junction-tree", "final-fit")])
+def test_synth_model_is_the_default_or_as_given(coded_csv, tmp_path, capsys, flags, model,
+                                                estimator):
+    csv, domain = coded_csv
+    report = tmp_path / "r.json"
+    code, _, err = run(["synth", csv, "--domain", domain, "--epsilon", 1, "--rounds", 2,
+                        "--out", tmp_path / "s.csv", "--report", report, *flags], capsys)
+    assert code == 0, err
+    written = json.loads(report.read_text())
+    assert written["model"]["kind"] == model
+    assert written["command"]["estimator"] == estimator
+
+
+def test_synth_refuses_an_unknown_model(coded_csv, tmp_path, capsys):
+    csv, domain = coded_csv
+    out = tmp_path / "s.csv"
+    with pytest.raises(SystemExit) as exit_info:
+        main(["synth", str(csv), "--domain", str(domain), "--epsilon", "1", "--out", str(out),
+              "--model", "tree"])
+    assert exit_info.value.code == 2
+    assert "--model" in capsys.readouterr().err
+    assert not out.exists()
+
+
 @pytest.mark.parametrize("flags, estimator, chosen", [
-    ([], "final-fit", "default"), (["--privacy", "zcdp", "--delta", "1e-6"], "passes", "default"),
+    ([], "final-fit", "default"), (["--privacy", "zcdp", "--delta", "1e-6"], "final-fit", "default"),
     (["--estimator", "passes"], "passes", "given"), (["--estimator", "fit"], "fit", "given")])
 def test_synth_report_says_which_estimator_ran(coded_csv, tmp_path, capsys, flags, estimator,
                                                chosen):

@@ -293,7 +293,8 @@ def test_zcdp_defaults_measure_supersets_in_fixed_rounds_within_rho():
     ds = latent_binary(8, 2000)
     w = Marginals.all_kway(ds.domain, 3)
     rho = 0.05
-    result, choices = run_with_defaults(ds, w, rho=rho, privacy="zcdp", rng=np.random.default_rng(0))
+    result, choices = run_with_defaults(ds, w, rho=rho, privacy="zcdp", model="dense",
+                                        rng=np.random.default_rng(0))
     assert choices.candidates == "supersets" and not choices.adaptive
     assert SUPERSET_MIN_ROUNDS <= choices.rounds <= MAX_SUPERSET_ROUNDS
     assert choices.rounds == zcdp_superset_rounds(

@@ -17,6 +17,7 @@ from fastmwem.accounting import (
 from fastmwem.data import Dataset, Domain
 from fastmwem.release import MWEMConfig, mwem, mwem_privacy_plan
 from fastmwem.release.mwem import adaptive as adaptive_module
+from fastmwem.release.mwem.auto import DEFAULT_MODEL, default_model
 from fastmwem.release.selection import ScanSelection
 from fastmwem.workloads import Marginals, MatrixWorkload
 from tests.release._auto import run_with_defaults
@@ -191,6 +192,29 @@ def test_with_defaults_pure_default_anneals_on_a_dense_model_without_supersets()
 def test_with_defaults_zcdp_default_anneals_only_with_enough_signal(epsilon, adaptive):
     ds = dataset()  # 3000 records: rho n^2 reaches ADAPTIVE_MIN_RHO_N2 only at a large epsilon
     result, choices = run_with_defaults(ds, Marginals.all_kway(ds.domain, 3), epsilon=epsilon,
-                                privacy="zcdp", delta=1e-8, rng=6)
+                                        privacy="zcdp", delta=1e-8, rng=6, model="dense")
     assert choices.adaptive is adaptive and choices.rounds_default
     assert bool(result.round_ledger) is adaptive
+
+
+@pytest.mark.parametrize("epsilon", [0.5, 20.0])
+def test_with_defaults_zcdp_takes_a_junction_tree_for_marginals(epsilon):
+    ds = dataset()  # a dense-sized domain: the zCDP default's model is a junction tree all the same
+    result, choices = run_with_defaults(ds, Marginals.all_kway(ds.domain, 3), epsilon=epsilon,
+                                        privacy="zcdp", delta=1e-8, rng=6)
+    assert DEFAULT_MODEL["zcdp"] == "junction-tree" and result.model is not None
+    assert result.histogram is None and not choices.adaptive and choices.estimator == "final-fit"
+    pure, _ = run_with_defaults(ds, Marginals.all_kway(ds.domain, 3), epsilon=epsilon, rng=6)
+    assert DEFAULT_MODEL["pure"] == "auto" and pure.histogram is not None  # dense: it fits
+
+
+def test_with_defaults_zcdp_keeps_a_dense_model_where_a_tree_cannot_run():
+    ds = dataset()
+    w = Marginals.all_kway(ds.domain, 3)
+    # an average of iterates needs a dense histogram: the default model falls back to one
+    result, _ = run_with_defaults(ds, w, epsilon=1.0, privacy="zcdp", delta=1e-8, rng=6,
+                                  output="average")
+    assert result.histogram is not None and result.model is None
+    # and a workload without marginal structure has no junction tree at all
+    matrix = MatrixWorkload(ds.domain, np.eye(ds.domain.size)[:3])
+    assert default_model("zcdp", {"epsilon": 1.0}, matrix, False, None, []) == "auto"

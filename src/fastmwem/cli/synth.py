@@ -40,7 +40,7 @@ from fastmwem.release.mwem import (
     check_options,
     mwem_with_defaults,
 )
-from fastmwem.release.mwem.config import ESTIMATORS
+from fastmwem.release.mwem.config import ESTIMATORS, MODELS
 from fastmwem.release.result import MWEMResult
 from fastmwem.release.selection import selection_names
 from fastmwem.synthesizer import DRAFT_FRACTION
@@ -105,24 +105,29 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--rounds", type=_rounds_arg, default=None,
                         help="MWEM rounds T, 'adaptive' (budget annealing: rounds continue "
                              "until the budget is spent) or 'fixed' (the default's rules "
-                             "without annealing). Default: with --privacy zcdp, "
-                             "adaptive when the budget is large next to the records (see "
-                             "docs/mwem.md), else 25; with pure "
+                             "without annealing). Default: with --privacy zcdp and --model "
+                             "dense, adaptive when the budget is large next to the records "
+                             "(see docs/mwem.md), else 25; with pure "
                              "DP superset rounds when the "
                              "noisy record count allows enough of them, else adaptive; "
                              "on a junction tree up to 25 (pure) or 50 (zCDP), fewer where "
                              "a typical pair would be mostly noise, at least one per "
                              "attribute (see docs/mwem.md). A --rounds above the "
                              "number of candidate groups is an error")
+    parser.add_argument("--model", choices=list(MODELS), default=None,
+                        help="the synthetic model: dense (a histogram over the whole domain), "
+                             "junction-tree, product, or auto (dense where it fits). Default: "
+                             "with --privacy zcdp a junction tree for a marginal workload, "
+                             "else auto (see docs/mwem.md)")
     parser.add_argument("--reuse-passes", type=int, default=None,
                         help="most MW passes over all measurements per round (default "
-                             f"{AUTO_REUSE_PASSES}; 20 with zCDP on a dense model)")
+                             f"{AUTO_REUSE_PASSES}; 20 with --model dense and zCDP)")
     parser.add_argument("--estimator", choices=list(ESTIMATORS), default=None,
                         help="how the model is refitted to the measurements: passes "
                              "(multiplicative-weights reuse passes), final-fit (the passes, "
                              "then the noise-weighted fit after the last round) or fit (the "
                              "weighted fit after every measurement). Default: final-fit, but "
-                             "passes with --privacy zcdp on a dense model (see docs/mwem.md)")
+                             "passes with --privacy zcdp and --model dense (see docs/mwem.md)")
     parser.add_argument("--init", choices=["uniform", "noisy-histogram"], default="uniform")
     parser.add_argument("--output", choices=["last", "average"], default="last",
                         help="last iterate or average of iterates")
@@ -224,6 +229,8 @@ def _request(args: argparse.Namespace) -> SynthRequest:
     given = {} if args.reuse_passes is None else {"reuse_passes": args.reuse_passes}
     if args.estimator is not None:
         given["estimator"] = args.estimator
+    if args.model is not None:
+        given["model"] = args.model
     options = {**given, "init": args.init, "output": args.output,
                "selection": args.selection, "index": args.index,
                **({"allow_uncertified": True} if args.allow_uncertified else {})}

@@ -29,6 +29,14 @@ These choices were
 made with the accuracy suite's leave-one-table-out comparison (``benchmarks/accuracy_suite.py``);
 docs/mwem.md gives the held-out ratios to AIM.
 
+The model. Under zCDP a default run takes a junction tree for a marginal workload even where a
+dense histogram fits (``DEFAULT_MODEL``): on ten column subsets of the suite's large tables the
+dense defaults (annealing, the reuse passes) had a mean log error ratio of 0.83 to the best of
+three configurations and the junction tree 0.04 (``benchmarks/model_choice.py``; held out, on
+NLTCS and msq, 0.13 against 0.04). Under pure DP the dense histogram stays: the subsets would
+have chosen the junction tree (0.15 against 0.31), but on NLTCS and msq it lost (0.26 against
+0.06), so the change has no held-out support there.
+
 Small data. When even the most accurate candidate marginal of order >= 2, measured alone with
 the whole budget left after the count, is predicted to get noise of at least the records' own
 L1 mass (:mod:`fastmwem.release.mwem.regime`), no round can help: the default rounds release the
@@ -87,7 +95,7 @@ __all__ = ["mwem_with_defaults", "mwem_auto", "check_options", "MWEMChoices", "d
            "DEFAULT_ORDER", "MAX_DEFAULT_ROUNDS", "NOISE_SHARE", "NOISE_TEST_ALPHA",
            "SUPERSET_ROUNDS_SCALE", "SUPERSET_ROUNDS_POWER", "SUPERSET_MIN_ROUNDS",
            "SUPERSET_SELECT_FRACTION", "ZCDP_SUPERSET_ROUNDS_SCALE", "FACTORED_NOISE_SHARE",
-           "FACTORED_ROUNDS_FLOOR",
+           "FACTORED_ROUNDS_FLOOR", "DEFAULT_MODEL", "default_model",
            "ZCDP_SUPERSET_ROUNDS_POWER", "MAX_SUPERSET_ROUNDS", "AUTO_REUSE_PASSES", "FACTORED_MAX_ROUNDS",
            "DEFAULT_ESTIMATOR"]
 
@@ -154,6 +162,13 @@ FACTORED_MAX_ROUNDS: dict[str, int] = {"pure": 25, "zcdp": 50}
 #: of many rounds measured mostly noise. Without the floor, zCDP's bound left one round at
 #: epsilon 0.3 on those tables and lost (0.19 and 0.097).
 FACTORED_NOISE_SHARE: dict[str, float | None] = {"pure": 0.5, "zcdp": 0.3}
+#: The model of a default run whose ``model`` is not given (or ``"auto"``), by definition:
+#: ``"auto"`` keeps a dense histogram wherever one fits; ``"junction-tree"`` takes a junction
+#: tree whenever the workload has marginal structure and the options allow one (else
+#: ``"auto"``). ``model="dense"`` still asks for a dense histogram. Chosen by
+#: ``benchmarks/model_choice.py`` on ten column subsets of the suite's large tables (38,400 to
+#: 1.8 million cells; the suite's NLTCS and msq held out); see docs/mwem.md.
+DEFAULT_MODEL: dict[str, str] = {"pure": "auto", "zcdp": "junction-tree"}
 #: Whether the signal bound keeps at least one round per attribute (at most the ceiling), so
 #: that the rounds can measure every 1-way marginal, as AIM does first; by definition.
 FACTORED_ROUNDS_FLOOR: dict[str, bool] = {"pure": True, "zcdp": True}
@@ -270,6 +285,11 @@ def mwem_with_defaults(
     largest that gives ``(epsilon, delta)``-DP). The rounds depend only on public input and the
     released count.
 
+    Model. Unless ``model`` is given (other than ``"auto"``), ``DEFAULT_MODEL`` for the
+    definition: under zCDP a junction tree for a workload with marginal structure even where a
+    dense histogram would fit (:func:`default_model`; a dense one where the options need it),
+    under pure DP a dense histogram where it fits.
+
     Rounds. ``None`` (the default) chooses them: under zCDP adaptively (budget annealing,
     :mod:`fastmwem.release.mwem.annealing`) when the model is dense and :func:`use_adaptive` says
     so from the budget and the released count, else ``MAX_DEFAULT_ROUNDS`` fixed rounds on a
@@ -376,6 +396,8 @@ def mwem_with_defaults(
         accountant.check_fits([*count_event, *planned.events])
 
     check_release_inputs(dataset, workload)
+    if config.get("model", "auto") == "auto":
+        config["model"] = default_model(privacy, config, workload, adaptive, limit, shared)
     model, _, setup = plan_setup(MWEMConfig(**config, rounds=None if adaptive else 1), workload,
                                  limit, shared=shared)
     if not passes_given and (pure or model != "dense"):
@@ -569,6 +591,22 @@ def _charged(result: MWEMResult, definition: PrivacyDefinition) -> Fraction:
 
 # Keyword arguments of mwem() that are not MWEMConfig fields.
 _RUN_OPTIONS = ("schema", "progress", "memory_limit")
+
+
+def default_model(privacy: str, config: dict[str, Any], workload: LinearWorkload,
+                  adaptive: bool, limit: int | None, shared: list[Candidates]) -> str:
+    """The model of a default run that was not given one: ``DEFAULT_MODEL[privacy]``, or
+    ``"auto"`` (a dense histogram when it fits) where a junction tree cannot run these options
+    or this workload (decided from public input only, before any charge)."""
+    chosen = DEFAULT_MODEL[privacy]
+    if chosen == "auto":
+        return chosen
+    try:
+        plan_setup(MWEMConfig(**{**config, "model": chosen}, rounds=None if adaptive else 1),
+                   workload, limit, shared=shared)
+    except ValueError:  # no marginal structure, or an option only a dense model runs
+        return "auto"
+    return chosen
 
 
 def _split(total: Fraction, count_fraction: float, public: bool) -> tuple[float, float]:
