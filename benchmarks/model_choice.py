@@ -3,7 +3,7 @@
 A domain small enough for a dense histogram can still be modelled by a junction tree, and a dense
 model can anneal (the defaults' adaptive rounds) or keep fixed rounds. Three configurations of
 :func:`fastmwem.release.mwem_with_defaults` are compared (``CONFIGS``): the dense model as the
-defaults run it today (``model="dense"``), the junction tree (``model="junction-tree"``), and a
+defaults ran it before the zCDP default became a junction tree (``model="dense"``), the junction tree (``model="junction-tree"``), and a
 dense model without annealing fitted by the weighted final fit (``rounds="fixed"``,
 ``estimator="final-fit"``). Each run is scored as ``accuracy_suite.py`` scores one (mean L1
 between normalised marginals over all 2-way and all 3-way marginals).
@@ -215,9 +215,9 @@ def plot(rows: list[dict], path: str) -> None:
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("records / cells")
-        ax.set_title(f"{privacy}: 3-way error over today's dense default")
+        ax.set_title(f"{privacy}: 3-way error over the dense defaults'")
         ax.legend(fontsize=7)
-    axes[0].set_ylabel("error ratio (< 1: better than dense default)")
+    axes[0].set_ylabel("error ratio (< 1: better than the dense defaults)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 
