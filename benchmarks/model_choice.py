@@ -3,9 +3,9 @@
 A domain small enough for a dense histogram can still be modelled by a junction tree, and a dense
 model can anneal (the defaults' adaptive rounds) or keep fixed rounds. Three configurations of
 :func:`fastmwem.release.mwem_with_defaults` are compared (``CONFIGS``): the dense model as the
-defaults ran it before the zCDP default became a junction tree (``model="dense"``), the junction tree (``model="junction-tree"``), and a
-dense model without annealing fitted by the weighted final fit (``rounds="fixed"``,
-``estimator="final-fit"``). Each run is scored as ``accuracy_suite.py`` scores one (mean L1
+defaults ran it before the zCDP default became a junction tree (``model="dense"``), the
+junction tree (``model="junction-tree"``), and a dense model without annealing fitted by the
+weighted final fit (``rounds="fixed"``, ``estimator="final-fit"``). Each run is scored as ``accuracy_suite.py`` scores one (mean L1
 between normalised marginals over all 2-way and all 3-way marginals).
 
 **Fitted without the scored tables.** Any choice is made on *derived* tables: column subsets of
