@@ -109,7 +109,9 @@ POLICIES: dict[str, dict[str, dict[str, object]]] = {
                  pure_dense="passes"), **_NO_BOUND}},
              # the signal bound without the floor of one round per attribute
              "pure-signal25": {"constants": _bound(0.25, None, False)},
-             "pure-signal50": {"constants": _bound(0.5, None, False)}},
+             "pure-signal50": {"constants": _bound(0.5, None, False)},
+             # 20 reuse passes a round (MWEMConfig's) instead of AUTO_REUSE_PASSES
+             "pure-reuse20": {"reuse_passes": 20}},
     "zcdp": {"zcdp-default": {},
              # the defaults before the junction tree on dense-sized domains
              "zcdp-dense": {"constants": _DENSE_MODEL},
@@ -137,7 +139,9 @@ POLICIES: dict[str, dict[str, dict[str, object]]] = {
              # the signal bound without the floor, and a looser one with it
              "zcdp-signal30": {"constants": _bound(None, 0.3, False)},
              "zcdp-signal60": {"constants": _bound(None, 0.6, False)},
-             "zcdp-signal60-floor": {"constants": _bound(None, 0.6, True)}},
+             "zcdp-signal60-floor": {"constants": _bound(None, 0.6, True)},
+             # 20 reuse passes a round (MWEMConfig's) instead of AUTO_REUSE_PASSES
+             "zcdp-reuse20": {"reuse_passes": 20}},
 }
 POLICIES["zcdp"] = {name: policy if name in ("zcdp-default", "zcdp-dense") else _dense(policy)
                    for name, policy in POLICIES["zcdp"].items()}
