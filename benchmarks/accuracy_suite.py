@@ -143,7 +143,12 @@ POLICIES: dict[str, dict[str, dict[str, object]]] = {
              # 20 reuse passes a round (MWEMConfig's) instead of AUTO_REUSE_PASSES
              "zcdp-reuse20": {"reuse_passes": 20}},
 }
-POLICIES["zcdp"] = {name: policy if name in ("zcdp-default", "zcdp-dense") else _dense(policy)
+#: The zCDP policies that ran with the defaults' dense model (written out with it).
+_RAN_DENSE = ("zcdp-factored-ceiling", "zcdp-passes", "zcdp-r25", "zcdp-r50", "zcdp-adaptive",
+              "zcdp-adaptive-finalfit", "zcdp-r25-oneway-finalfit", "zcdp-factored25-fit",
+              "zcdp-cap20", "zcdp-factored50-cap20", "zcdp-signal30", "zcdp-signal60",
+              "zcdp-signal60-floor")
+POLICIES["zcdp"] = {name: _dense(policy) if name in _RAN_DENSE else policy
                    for name, policy in POLICIES["zcdp"].items()}
 ORDERS = ("mean_l1_2way", "mean_l1_3way")
 
