@@ -111,7 +111,9 @@ POLICIES: dict[str, dict[str, dict[str, object]]] = {
              "pure-signal25": {"constants": _bound(0.25, None, False)},
              "pure-signal50": {"constants": _bound(0.5, None, False)},
              # 20 reuse passes a round (MWEMConfig's) instead of AUTO_REUSE_PASSES
-             "pure-reuse20": {"reuse_passes": 20}},
+             "pure-reuse20": {"reuse_passes": 20},
+             # reuse passes stop once a pass moves the model by less than 1e-3 (not 1e-4)
+             "pure-tol1e-3": {"reuse_tolerance": 1e-3}},
     "zcdp": {"zcdp-default": {},
              # the defaults before the junction tree on dense-sized domains
              "zcdp-dense": {"constants": _DENSE_MODEL},
@@ -141,7 +143,9 @@ POLICIES: dict[str, dict[str, dict[str, object]]] = {
              "zcdp-signal60": {"constants": _bound(None, 0.6, False)},
              "zcdp-signal60-floor": {"constants": _bound(None, 0.6, True)},
              # 20 reuse passes a round (MWEMConfig's) instead of AUTO_REUSE_PASSES
-             "zcdp-reuse20": {"reuse_passes": 20}},
+             "zcdp-reuse20": {"reuse_passes": 20},
+             # reuse passes stop once a pass moves the model by less than 1e-3 (not 1e-4)
+             "zcdp-tol1e-3": {"reuse_tolerance": 1e-3}},
 }
 #: The zCDP policies that ran with the defaults' dense model (written out with it).
 _RAN_DENSE = ("zcdp-factored-ceiling", "zcdp-passes", "zcdp-r25", "zcdp-r50", "zcdp-adaptive",
