@@ -112,8 +112,8 @@ POLICIES: dict[str, dict[str, dict[str, object]]] = {
              "pure-signal50": {"constants": _bound(0.5, None, False)},
              # 20 reuse passes a round (MWEMConfig's) instead of AUTO_REUSE_PASSES
              "pure-reuse20": {"reuse_passes": 20},
-             # reuse passes stop once a pass moves the model by less than 1e-3 (not 1e-4)
-             "pure-tol1e-3": {"reuse_tolerance": 1e-3}},
+             # the defaults before their reuse passes stopped at 1e-3: MWEMConfig's 1e-4
+             "pure-tol1e-4": {"reuse_tolerance": 1e-4}},
     "zcdp": {"zcdp-default": {},
              # the defaults before the junction tree on dense-sized domains
              "zcdp-dense": {"constants": _DENSE_MODEL},
@@ -154,6 +154,10 @@ _RAN_DENSE = ("zcdp-factored-ceiling", "zcdp-passes", "zcdp-r25", "zcdp-r50", "z
               "zcdp-signal60-floor")
 POLICIES["zcdp"] = {name: _dense(policy) if name in _RAN_DENSE else policy
                    for name, policy in POLICIES["zcdp"].items()}
+# The pure policies ran with reuse passes stopping at MWEMConfig's 1e-4 (written out with it).
+POLICIES["pure"] = {name: policy if name in ("pure-default", "pure-tol1e-4")
+                    else {**policy, "reuse_tolerance": 1e-4}
+                    for name, policy in POLICIES["pure"].items()}
 ORDERS = ("mean_l1_2way", "mean_l1_3way")
 
 

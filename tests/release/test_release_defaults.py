@@ -418,3 +418,23 @@ def test_a_default_run_takes_the_default_estimator_unless_one_is_given(monkeypat
     monkeypatch.setitem(auto.DEFAULT_ESTIMATOR, "zcdp factored", "final-fit")
     np.testing.assert_array_equal(answers(estimator="passes"), passes)  # given: it wins
     np.testing.assert_array_equal(answers(estimator="final-fit"), asked_fit)
+
+
+@pytest.mark.parametrize("privacy", ["pure", "zcdp"])
+def test_the_reuse_tolerance_is_the_definitions_default_unless_given(privacy):
+    from fastmwem.release.mwem.auto import AUTO_REUSE_TOLERANCE
+
+    ds = table([2, 3, 2, 2], 3000)
+    w = Marginals.all_kway(ds.domain, 2)
+    budget = {"privacy": privacy, **({"delta": 1e-9} if privacy == "zcdp" else {})}
+    default, _ = run_with_defaults(ds, w, epsilon=1.0, rng=np.random.default_rng(4), **budget)
+    same, _ = run_with_defaults(ds, w, epsilon=1.0, rng=np.random.default_rng(4),
+                                reuse_tolerance=AUTO_REUSE_TOLERANCE[privacy], **budget)
+    assert AUTO_REUSE_TOLERANCE == {"pure": 1e-3, "zcdp": 1e-4}
+    assert np.array_equal(default.answer(w), same.answer(w))
+    # the other definition's tolerance gives another model here: the value is the one used,
+    # and a tolerance the caller gives is kept
+    other = AUTO_REUSE_TOLERANCE["zcdp" if privacy == "pure" else "pure"]
+    given, _ = run_with_defaults(ds, w, epsilon=1.0, rng=np.random.default_rng(4),
+                                 reuse_tolerance=other, **budget)
+    assert not np.array_equal(default.answer(w), given.answer(w))
