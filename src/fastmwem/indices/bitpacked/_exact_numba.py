@@ -3,8 +3,8 @@
 The float64 score of a key is ``sum_j tables[j, byte j]`` added in ascending ``j`` from 0.0,
 where ``tables[j, b]`` sums the query's cells of byte ``j`` set in the byte value ``b``
 (``indices.bitpacked._byte_tables``). These kernels compute exactly those sums with exactly
-the additions of the numpy code and of ``_kernels_numba.exact_scores``, so every backend
-returns the same bits; they only spare a search the dozen array operations (and buffers) of
+the additions of the numpy code (``indices.bitpacked``'s rescoring), so every backend returns
+the same bits; they only spare a search the dozen array operations (and buffers) of
 the steps between the scan and the top-k: building the tables, keeping the keys within the
 window, gathering their words and summing. Also here: the build's transposition of packed keys
 into the scan's word layout.
