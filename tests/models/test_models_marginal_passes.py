@@ -1,6 +1,9 @@
-"""Compiled reuse passes over measured marginals: bit for bit the plain group steps."""
+"""Compiled reuse passes over measured marginals (a dense histogram, or clique by clique on a
+junction tree): bit for bit the plain group steps."""
 
 from __future__ import annotations
+
+import copy
 
 import numpy as np
 import pytest
@@ -8,6 +11,7 @@ import pytest
 from fastmwem import mwem
 from fastmwem.data import Dataset, Domain
 from fastmwem.models import marginal_passes
+from fastmwem.models.factored import FactoredState
 from fastmwem.models.state import MWState, mw_group_step
 from fastmwem.release.mwem import rounds as _rounds
 from fastmwem.workloads import Concatenate, Marginals
@@ -78,15 +82,21 @@ def _plain(p, workload, groups, measured, steps, total, passes, tolerance):
     return passes
 
 
+def _noisy_groups(workload, rng, count, total, std):
+    """``count`` random groups (repeats allowed) and their noisy counts on a random law."""
+    groups = rng.choice(workload.n_groups, size=count).tolist()
+    true = rng.dirichlet(np.ones(workload.domain.size))
+    measured = [total * workload.answer_group(true, g)
+                + rng.normal(0, std, size=int(workload.group_sizes()[g])) for g in groups]
+    return groups, measured
+
+
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize("weighted", [False, True])
 def test_fit_marginals_equals_the_plain_steps(seed, weighted):
     domain, workload, rng = _random_layouts(seed)
     total = 500.0
-    groups = rng.choice(workload.n_groups, size=7).tolist()  # repeats allowed
-    true = rng.dirichlet(np.ones(domain.size))
-    measured = [total * workload.answer_group(true, g)
-                + rng.normal(0, 20, size=int(workload.group_sizes()[g])) for g in groups]
+    groups, measured = _noisy_groups(workload, rng, 7, total, 20.0)
     steps = rng.uniform(0.2, 3.0, size=len(groups)).tolist() if weighted else [1.0] * 7
     start = rng.dirichlet(np.ones(domain.size))
     for passes, tolerance in [(1, 0.0), (5, 0.0), (200, 0.02)]:
@@ -136,6 +146,8 @@ def _table(seed):
     return Dataset(codes, domain), Marginals.all_kway(domain, 2)
 
 
+@pytest.mark.parametrize(("passes_name", "model"), [("fit_marginals", "dense"),
+                                                    ("fit_clique_marginals", "junction-tree")])
 @pytest.mark.parametrize(("seed", "options"), [
     (0, {"privacy": "pure", "rounds": 8}),
     (1, {"privacy": "pure", "rounds": 6, "reuse_tolerance": 0.0, "reuse_passes": 4}),
@@ -143,23 +155,83 @@ def _table(seed):
     (3, {"privacy": "zcdp", "delta": 1e-9, "rounds": None}),  # adaptive: weighted steps
     (4, {"privacy": "pure", "rounds": 5, "noise_test": 0.05}),
 ])
-def test_mwem_is_bit_for_bit_unchanged_by_the_compiled_passes(monkeypatch, seed, options):
+def test_mwem_is_bit_for_bit_unchanged_by_the_compiled_passes(monkeypatch, seed, options,
+                                                              passes_name, model):
     dataset, workload = _table(seed)
     calls = []
-    fit = marginal_passes.fit_marginals
+    fit = getattr(marginal_passes, passes_name)
 
     def counting(state, workload, groups, measured, steps, passes, *args):
         done = fit(state, workload, groups, measured, steps, passes, *args)
         calls.append((passes, done))
         return done
 
-    monkeypatch.setattr(_rounds, "fit_marginals", counting)
-    fast = mwem(dataset, workload, epsilon=2.0, rng=seed, progress=False, **options)
+    monkeypatch.setattr(_rounds, passes_name, counting)
+    fast = mwem(dataset, workload, epsilon=2.0, rng=seed, progress=False, model=model,
+                **options)
     assert any(passes > 0 for passes, _ in calls)
     assert all(done is not None for passes, done in calls if passes > 0)  # they were compiled
     monkeypatch.setattr(marginal_passes, "_kernels", lambda: None)  # numba missing
     calls.clear()
-    plain = mwem(dataset, workload, epsilon=2.0, rng=seed, progress=False, **options)
+    plain = mwem(dataset, workload, epsilon=2.0, rng=seed, progress=False, model=model,
+                 **options)
     assert calls and all(done is None for _, done in calls)
     assert fast.selected == plain.selected
-    assert np.array_equal(fast.histogram, plain.histogram)
+    assert np.array_equal(fast.answer(workload), plain.answer(workload))
+
+
+def _factored_problem(seed):
+    """A junction tree that has absorbed random groups, and noisy measurements of them."""
+    domain, workload, rng = _random_layouts(seed)
+    total = 400.0
+    groups, measured = _noisy_groups(workload, rng, 8, total, 15.0)
+    state = FactoredState(domain, total)
+    for g, values in zip(groups, measured):  # absorb them, and move the tables off uniform
+        state.update_group(workload, g, values)
+    order = state.pass_order(workload, groups)
+    return (state, workload, [groups[i] for i in order], [measured[i] for i in order],
+            rng.uniform(0.2, 3.0, size=len(groups)).tolist())
+
+
+def _tables(state):
+    state.tree.calibrate()
+    return {c: k.table.copy() for c, k in state.tree.cliques.items()}
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_fit_clique_marginals_equals_the_plain_steps_of_a_junction_tree(seed):
+    state, workload, groups, measured, steps = _factored_problem(seed)
+    assert len(state.tree.cliques) > 1
+    for passes, tolerance in [(1, 0.0), (4, 0.0), (300, 0.01)]:
+        plain, fast = copy.deepcopy(state), copy.deepcopy(state)
+        ran = passes
+        for done in range(1, passes + 1):
+            checkpoint = plain.checkpoint() if tolerance > 0 else None  # as the reuse passes
+            for g, values, step in zip(groups, measured, steps):
+                plain.update_group(workload, g, values, step=step)
+            if tolerance > 0 and plain.moved(checkpoint) < tolerance:
+                ran = done
+                break
+        seen = []
+        done = marginal_passes.fit_clique_marginals(fast, workload, groups, measured, steps,
+                                                     passes, tolerance, seen.append)
+        assert done == ran and seen == [1] * ran
+        expected, got = _tables(plain), _tables(fast)
+        assert expected.keys() == got.keys()
+        assert all(np.array_equal(expected[c], got[c]) for c in expected)
+    assert 1 < ran < 300  # the tolerance stopped the passes
+
+
+def test_fit_clique_marginals_declines_without_numba_or_a_compact_index(monkeypatch):
+    state, workload, groups, measured, steps = _factored_problem(0)
+    before = _tables(state)
+    monkeypatch.setattr(marginal_passes, "_kernels", lambda: None)
+    assert marginal_passes.fit_clique_marginals(state, workload, groups, measured, steps, 2,
+                                                0.0) is None
+    monkeypatch.undo()
+    monkeypatch.setattr(_marginals, "_INDEX_DOMAIN_CELLS", 1)  # no clique has an index
+    fresh = Marginals(workload.domain, workload.attribute_sets)
+    assert marginal_passes.fit_clique_marginals(FactoredState(workload.domain, 400.0), fresh,
+                                                groups, measured, steps, 2, 0.0) is None
+    after = _tables(state)
+    assert all(np.array_equal(before[c], after[c]) for c in before)  # nothing was done

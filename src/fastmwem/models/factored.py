@@ -263,6 +263,21 @@ class FactoredState:
         self._version += 1
         return clique.table.reshape(-1), sub, local
 
+    def clique_of(self, workload: LinearWorkload, group: int
+                  ) -> tuple[int, LinearWorkload, int]:
+        """The clique holding ``group`` (absorbed first if needed), and the group over its
+        table: ``(clique id, workload over the clique's marginal domain, its group there)``."""
+        cid = self._clique_for(self._group_axes(workload, group))
+        return (cid, *self._sub(workload, group, self.tree.cliques[cid].axes))
+
+    def root_table(self, cid: int) -> np.ndarray:
+        """Clique ``cid``'s table, flat, after making it the root: the caller updates it in
+        place (the joint is multiplied as the table is; the tree is no longer calibrated)."""
+        self.tree.make_root(cid)
+        self.tree.calibrated = False
+        self._version += 1
+        return self.tree.cliques[cid].table.reshape(-1)
+
     def update_group(self, workload: LinearWorkload, group: int, measured: np.ndarray, *,
                      step: float = 1.0) -> None:
         table, sub, local = self._clique_table(workload, group)

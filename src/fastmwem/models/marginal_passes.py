@@ -7,6 +7,9 @@ more. Here the multiply of one step and the answer of the next are one sweep, ov
 two-byte cell index (:meth:`~fastmwem.workloads.marginals.Marginals.compact_index`), which
 makes a step two to three times faster on a histogram of a million cells.
 
+On a junction tree (:func:`fit_clique_marginals`) the same sweeps run on each clique's table
+in turn, for the measurements that clique holds, while it is the root.
+
 The results are bit-for-bit those of :func:`~fastmwem.models.state.mw_group_step` (same seed,
 same synthetic data): each marginal cell sums its histogram cells in increasing order, as
 ``np.bincount`` does; a multiply is exact whatever the order; the factors are computed in numpy
@@ -24,12 +27,13 @@ from typing import Literal
 import numpy as np
 
 from fastmwem._jit import njit_cached
+from fastmwem.models.factored import FactoredState
 from fastmwem.models.state import MWState, clipped_targets, partition_log_factors
 from fastmwem.workloads.base import LinearWorkload
 from fastmwem.workloads.concatenate import Concatenate
 from fastmwem.workloads.marginals import Marginals
 
-__all__ = ["fit_marginals"]
+__all__ = ["fit_clique_marginals", "fit_marginals"]
 
 
 def _sweep(p: np.ndarray, before: np.ndarray, factors: np.ndarray,  # pragma: no cover
@@ -207,4 +211,63 @@ def fit_marginals(state: MWState, workload: LinearWorkload, groups: Sequence[int
             return done
     if factors is not None:
         multiply(p, indices[-1], factors)
+    return passes
+
+
+def fit_clique_marginals(state: FactoredState, workload: LinearWorkload, groups: Sequence[int],
+                         measured: Sequence[np.ndarray], steps: Sequence[float], passes: int,
+                         tolerance: float, on_pass: Callable[[int], object] | None = None
+                         ) -> int | None:
+    """:func:`fit_marginals` on a junction tree: the same group steps, bit for bit those of
+    :meth:`~fastmwem.models.factored.FactoredState.update_group`, in the order given.
+
+    Each run of consecutive groups held by one clique is one chain of sweeps over that clique's
+    table while it is the root; the root moves (a message along each edge of the way) only
+    between runs, as it does step by step (give the groups in
+    :meth:`~fastmwem.models.factored.FactoredState.pass_order`). Passes stop as
+    :meth:`~fastmwem.models.factored.FactoredState.moved` says, as the plain passes do.
+    ``None`` (nothing done) when the sweeps do not apply: without numba, or when a group over
+    its clique has no compact index (a clique above ``_INDEX_DOMAIN_CELLS``, or a measured
+    marginal above 65,536 cells).
+    """
+    kernels = _kernels()
+    if (kernels is None or passes < 1 or not groups
+            or not getattr(workload, "groups_partition_cells", False)):
+        return None
+    found = [state.clique_of(workload, int(g)) for g in groups]
+    cliques = [cid for cid, _, _ in found]
+    indices, runs = [], []
+    for _, sub, local in found:
+        compact = _compact_indices(sub, [local])
+        if compact is None:
+            return None
+        indices.extend(compact[0])
+        runs.extend(compact[1])
+    sweep, _, multiply = kernels
+    # as update_group steps: each group's scale is that of its workload over the clique
+    scales = [float(sub.query_sensitivity) for _, sub, _ in found]
+    targets = [clipped_targets(values, s, bool(getattr(sub, "nonnegative_queries", False)),
+                               state.total)
+               for values, s, (_, sub, _) in zip(measured, scales, found)]
+    sizes = [int(sub.group_sizes()[local]) for _, sub, local in found]
+    starts = [i for i in range(len(groups)) if i == 0 or cliques[i] != cliques[i - 1]]
+    chains = list(zip(starts, starts[1:] + [len(groups)]))
+    for done in range(1, passes + 1):
+        checkpoint = state.checkpoint() if tolerance > 0 else None
+        for first, stop in chains:
+            p = state.root_table(cliques[first])
+            factors: np.ndarray | None = None
+            for j in range(first, stop):
+                current = np.zeros(sizes[j])
+                sweep(p, indices[j - 1] if factors is not None else indices[j],
+                      _NONE if factors is None else factors, indices[j], current, runs[j])
+                log_factors = partition_log_factors(current, targets[j], scales[j], steps[j])
+                if not np.all(np.isfinite(log_factors)):  # as Marginals.multiply_group refuses
+                    raise ValueError("log_factors must be finite")
+                factors = np.exp(log_factors)
+            multiply(p, indices[stop - 1], factors)
+        if on_pass is not None:
+            on_pass(1)
+        if checkpoint is not None and state.moved(checkpoint) < tolerance:
+            return done
     return passes

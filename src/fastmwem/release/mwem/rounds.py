@@ -27,7 +27,7 @@ import numpy as np
 from fastmwem.data.domain import Domain
 from fastmwem.models.factored import FactoredState
 from fastmwem.models.fit import FitMeasurement, fit
-from fastmwem.models.marginal_passes import fit_marginals
+from fastmwem.models.marginal_passes import fit_clique_marginals, fit_marginals
 from fastmwem.models.passes import SparseRows, fit_queries
 from fastmwem.models.state import (
     MAX_RECORDS,
@@ -284,11 +284,12 @@ def reuse(run: Run, workload: LinearWorkload, tolerance: float, passes: int,
               for m in run.measurements]
     steps = steps_of(run)
     positions = run.state.pass_order(workload, groups)
-    if run.setup.group_mode and run.noise_test is None and type(run.state) is MWState:
-        # marginals: the same steps, in compiled sweeps
-        compiled = fit_marginals(run.state, workload, [groups[i] for i in positions],
-                                 [run.measurements[i].values for i in positions],
-                                 [steps[i] for i in positions], passes, tolerance, on_pass)
+    if run.setup.group_mode and run.noise_test is None:
+        # marginals: the same steps, in compiled sweeps (of the histogram, or clique by clique)
+        compiled = _compiled_group_passes(
+            run.state, workload, [groups[i] for i in positions],
+            [run.measurements[i].values for i in positions], [steps[i] for i in positions],
+            passes, tolerance, on_pass)
         if compiled is not None:
             return compiled
     order = [(run.measurements[i], steps[i]) for i in positions]
@@ -332,6 +333,20 @@ _FIT_STD_FLOOR = 1e-150
 
 #: Largest query-row table (cells x measurements) the compiled reuse passes gather.
 MAX_PASS_ROWS_CELLS = 2**22
+
+
+def _compiled_group_passes(state: SyntheticState, workload: LinearWorkload, groups: list[int],
+                           measured: list[np.ndarray], steps: list[float], passes: int,
+                           tolerance: float, on_pass: Callable[[int], object] | None
+                           ) -> int | None:
+    """The group steps of :func:`update` as compiled sweeps: the passes run, or ``None``."""
+    if type(state) is MWState:
+        return fit_marginals(state, workload, groups, measured, steps, passes, tolerance,
+                             on_pass)
+    if type(state) is FactoredState:
+        return fit_clique_marginals(state, workload, groups, measured, steps, passes,
+                                    tolerance, on_pass)
+    return None
 
 
 def _compiled_passes(run: Run, passes: int) -> bool:
