@@ -5,9 +5,9 @@ noise out to a negligible tail). The sampler is tested against it by Pearson chi
 ALPHA = 1e-4 with N = 5,000 runs; power checks: epsilon off by 30% in either direction must be
 rejected by the same test. At N = 5,000 the test's power (noncentral chi-square, 5 degrees of
 freedom) is above 0.999 against epsilon off by 20% or more, 0.96 at 0.9 and 0.86 at 1.1; the
-20,000 runs it used before added nothing at 30% and took four times as long. The epsilon-DP claim is checked exactly on the law for neighbouring
-value streams (every value moved by at most the sensitivity), and the check is shown to fail for
-a stream moved by twice the sensitivity.
+20,000 runs it used before added nothing at 30% and took four times as long. The epsilon-DP
+claim is checked exactly on the law for neighbouring value streams (every value moved by at most
+the sensitivity), and the check is shown to fail for a stream moved by twice the sensitivity.
 """
 
 from __future__ import annotations
