@@ -255,13 +255,8 @@ class FactoredState:
     def _clique_table(self, workload: LinearWorkload, group: int
                       ) -> tuple[np.ndarray, LinearWorkload, int]:
         """The (root) table of the clique holding ``group``, and the group over it."""
-        cid = self._clique_for(self._group_axes(workload, group))
-        self.tree.make_root(cid)
-        clique = self.tree.cliques[cid]
-        sub, local = self._sub(workload, group, clique.axes)
-        self.tree.calibrated = False
-        self._version += 1
-        return clique.table.reshape(-1), sub, local
+        cid, sub, local = self.clique_of(workload, group)
+        return self.root_table(cid), sub, local
 
     def clique_of(self, workload: LinearWorkload, group: int
                   ) -> tuple[int, LinearWorkload, int]:
