@@ -114,8 +114,8 @@ POLICIES: dict[str, dict[str, dict[str, object]]] = {
              "pure-reuse20": {"reuse_passes": 20},
              # the defaults before their reuse passes stopped at 1e-3: MWEMConfig's 1e-4
              "pure-tol1e-4": {"reuse_tolerance": 1e-4},
-             # the weighted final fit stopped after 300 steps (FINAL_FIT_ITERATIONS: 1000)
-             "pure-fit300": {"constants": {"FINAL_FIT_ITERATIONS": 300}}},
+             # the weighted final fit stopped after 300 steps (not 1000)
+             "pure-fit300": {"final_fit_iterations": 300}},
     "zcdp": {"zcdp-default": {},
              # the defaults before the junction tree on dense-sized domains
              "zcdp-dense": {"constants": _DENSE_MODEL},
@@ -148,8 +148,8 @@ POLICIES: dict[str, dict[str, dict[str, object]]] = {
              "zcdp-reuse20": {"reuse_passes": 20},
              # reuse passes stop once a pass moves the model by less than 1e-3 (not 1e-4)
              "zcdp-tol1e-3": {"reuse_tolerance": 1e-3},
-             # the weighted final fit stopped after 300 steps (FINAL_FIT_ITERATIONS: 1000)
-             "zcdp-fit300": {"constants": {"FINAL_FIT_ITERATIONS": 300}}},
+             # the weighted final fit stopped after 300 steps (not 1000)
+             "zcdp-fit300": {"final_fit_iterations": 300}},
 }
 #: The zCDP policies that ran with the defaults' dense model (written out with it).
 _RAN_DENSE = ("zcdp-factored-ceiling", "zcdp-passes", "zcdp-r25", "zcdp-r50", "zcdp-adaptive",
@@ -190,25 +190,22 @@ def order_of(data: Dataset) -> int:
 
 @contextlib.contextmanager
 def constants(values: dict[str, object]) -> Iterator[None]:
-    """The defaults' module constants (:mod:`fastmwem.release.mwem.auto`, and
-    ``FINAL_FIT_ITERATIONS`` of :mod:`fastmwem.release.mwem.rounds`) set to ``values`` for one
-    run, then restored: a policy may vary a constant of the rules as well as an option."""
-    from fastmwem.release.mwem import auto, rounds
+    """The defaults' module constants (:mod:`fastmwem.release.mwem.auto`) set to ``values``
+    for one run, then restored: a policy may vary a constant of the rules as well as an
+    option."""
+    from fastmwem.release.mwem import auto
 
-    # the rules' constants live in auto; the final fit's most steps in rounds
-    homes = {name: next((m for m in (auto, rounds) if hasattr(m, name)), None)
-             for name in values}
-    unknown = [name for name, home in homes.items() if home is None]
+    unknown = [name for name in values if not hasattr(auto, name)]
     if unknown:
         raise SystemExit(f"no such constant of the defaults: {unknown}")
-    saved = {name: getattr(homes[name], name) for name in values}
+    saved = {name: getattr(auto, name) for name in values}
     try:
         for name, value in values.items():
-            setattr(homes[name], name, value)
+            setattr(auto, name, value)
         yield
     finally:
         for name, value in saved.items():
-            setattr(homes[name], name, value)
+            setattr(auto, name, value)
 
 
 def run_once(data: Dataset, privacy: str, epsilon: float, seed: int,

@@ -15,7 +15,7 @@ from fastmwem.models import MWState
 from fastmwem.models.fit import fit
 from fastmwem.release import MWEMConfig, mwem, mwem_privacy_plan, mwem_with_defaults
 from fastmwem.release.mwem import rounds as rounds_module
-from fastmwem.release.mwem.config import MAX_FIT_ITERATIONS
+from fastmwem.release.mwem.config import FINAL_FIT_ITERATIONS, MAX_FIT_ITERATIONS
 from fastmwem.release.mwem.rounds import Measurement
 from fastmwem.workloads import Marginals, RandomCountingQueries
 
@@ -157,6 +157,23 @@ def test_each_measurement_is_fitted_with_the_std_of_its_own_mechanism(monkeypatc
     assert seen[-1] == pytest.approx([one_way] * 5 + [rounds] * 3, rel=1e-12)
 
 
+@pytest.mark.parametrize("given", [None, 7])
+def test_the_final_fit_takes_at_most_final_fit_iterations_steps(monkeypatch, given):
+    caps: list[int] = []
+    real = rounds_module.fit
+
+    def recording(state, workload, measurements, **kwargs):
+        caps.append(kwargs["max_iterations"])
+        return real(state, workload, measurements, **kwargs)
+
+    monkeypatch.setattr(rounds_module, "fit", recording)
+    ds = table()
+    options = {} if given is None else {"final_fit_iterations": given}
+    mwem(ds, Marginals.all_kway(ds.domain, 2), epsilon=1.0, rounds=3, rng=1,
+         estimator="final-fit", **options)
+    assert caps == [FINAL_FIT_ITERATIONS if given is None else given]  # the final fit only
+
+
 def test_no_fit_once_the_noise_test_stops_the_updates(monkeypatch):
     calls: list[int] = []
     real = rounds_module.fit
@@ -181,6 +198,8 @@ def test_no_fit_once_the_noise_test_stops_the_updates(monkeypatch):
     ({"estimator": "fit", "fit_iterations": 0}, "fit_iterations"),
     ({"estimator": "fit", "fit_iterations": -3}, "fit_iterations"),
     ({"fit_iterations": MAX_FIT_ITERATIONS + 1}, "fit_iterations"),
+    ({"estimator": "final-fit", "final_fit_iterations": 0}, "final_fit_iterations"),
+    ({"final_fit_iterations": MAX_FIT_ITERATIONS + 1}, "final_fit_iterations"),
     ({"estimator": "fit", "fit_tolerance": -1e-3}, "fit_tolerance"),
     ({"estimator": "fit", "fit_tolerance": float("nan")}, "fit_tolerance"),
     ({"estimator": "fit", "fit_tolerance": float("inf")}, "fit_tolerance"),

@@ -73,8 +73,9 @@ INITS = ("uniform", "noisy-histogram", "one-way")
 #: Largest ``fit_iterations``.
 MAX_FIT_ITERATIONS = 100_000
 
-#: Mirror-descent steps of the fit after the last round (``estimator="fit"``), which stops
-#: earlier once ``fit_tolerance`` holds: the rounds' fits are capped, the final one converges.
+#: Default most mirror-descent steps of the fit after the last round (``estimator="fit"`` or
+#: ``"final-fit"``; ``MWEMConfig.final_fit_iterations``), which stops earlier once
+#: ``fit_tolerance`` holds: the rounds' fits are capped, the final one runs longer.
 FINAL_FIT_ITERATIONS = 1000
 
 #: With ``progress=None``, runs estimated to take longer than this (seconds) show progress.
@@ -208,18 +209,21 @@ class MWEMConfig:
             least-squares fit to every measurement so far, each weighed by its own noise
             (:func:`~fastmwem.models.fit.fit`, the estimator of AIM, arXiv:2201.12677), warm
             started and capped at ``fit_iterations`` steps a round, and after the last round
-            a fit of up to ``FINAL_FIT_ITERATIONS`` steps (``reuse_passes``,
+            a fit of up to ``final_fit_iterations`` steps (``reuse_passes``,
             ``reuse_tolerance`` and ``final_passes`` are then unused). Either reads only the
             released measurements and the synthetic state: post-processing, no privacy cost
             and no change to the plan. The first-measurement noise test works as with passes:
             if it stops updates, nothing is fitted. ``"final-fit"``: the passes during the rounds
-            (as ``"passes"``), and the fit of up to ``FINAL_FIT_ITERATIONS`` steps after the
+            (as ``"passes"``), and the fit of up to ``final_fit_iterations`` steps after the
             last round in place of ``final_passes``: the weighted estimate of every
             measurement at the cost of one fit.
         fit_iterations: most mirror-descent steps of each round's fit (``estimator="fit"``;
             1 to ``MAX_FIT_ITERATIONS``).
         fit_tolerance: a fit stops once a step lowers its loss by less than this share of
             it, or moves the distribution by less than this in L1 (finite, >= 0).
+        final_fit_iterations: most mirror-descent steps of the fit after the last round
+            (``estimator="fit"`` or ``"final-fit"``; 1 to ``MAX_FIT_ITERATIONS``), which
+            stops earlier once ``fit_tolerance`` holds.
 
     Each step's share of epsilon must leave a finite noise scale: a tiny epsilon spread over many
     rounds is refused here, with the share named, rather than failing after the charge.
@@ -257,6 +261,7 @@ class MWEMConfig:
     estimator: str = "passes"
     fit_iterations: int = 100
     fit_tolerance: float = 1e-6
+    final_fit_iterations: int = FINAL_FIT_ITERATIONS
     if TYPE_CHECKING:  # set by __post_init__ from selection, index, top_k and allow_uncertified
         round_selection: RoundSelection = field(init=False)
 
@@ -279,6 +284,8 @@ class MWEMConfig:
         _choice(self.estimator, "estimator", ESTIMATORS)
         check_int(self.fit_iterations, "fit_iterations", minimum=1, maximum=MAX_FIT_ITERATIONS)
         _check_tolerance(self.fit_tolerance, "fit_tolerance")
+        check_int(self.final_fit_iterations, "final_fit_iterations", minimum=1,
+                  maximum=MAX_FIT_ITERATIONS)
         _choice(self.measure, "measure", ("auto", "group", "query"))
         _choice(self.init, "init", INITS)
         if self.init == "one-way" and self.measure == "query":

@@ -176,6 +176,6 @@ def _final_updates(config: MWEMConfig, rounds: int, default_passes: int) -> int:
     """Updates after the last round: the final fit's steps or the final passes (at most; each
     touches every measurement)."""
     if _fits(config):
-        return FINAL_FIT_ITERATIONS * rounds
+        return int(getattr(config, "final_fit_iterations", FINAL_FIT_ITERATIONS)) * rounds
     final = getattr(config, "final_passes", None)
     return (default_passes if final is None else int(final)) * rounds

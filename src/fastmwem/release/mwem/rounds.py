@@ -38,7 +38,6 @@ from fastmwem.models.state import (
 )
 from fastmwem.release._privacy import PureDefinition, integer_valued
 from fastmwem.release.mwem.annealing import noise_std
-from fastmwem.release.mwem.config import FINAL_FIT_ITERATIONS
 from fastmwem.release.mwem.data_view import PrivateView
 from fastmwem.release.mwem.plan import one_way_groups
 from fastmwem.release.mwem.setup import MWEMSetup
@@ -310,7 +309,7 @@ def refit(run: Run, workload: LinearWorkload, config: MWEMConfig, *,
     round, ``final``); return the steps taken.
 
     The inverse-variance weighted least-squares fit of :func:`~fastmwem.models.fit.fit`, from
-    the current state, for at most ``fit_iterations`` steps (final: ``FINAL_FIT_ITERATIONS``).
+    the current state, for at most ``fit_iterations`` steps (final: ``final_fit_iterations``).
     Nothing is fitted once the noise test has stopped the updates. Post-processing of
     released values only.
     """
@@ -324,7 +323,7 @@ def refit(run: Run, workload: LinearWorkload, config: MWEMConfig, *,
                for m in run.measurements]
     state = cast("MWState | FactoredState", run.state)
     report = fit(state, workload, records, tolerance=config.fit_tolerance,
-                 max_iterations=FINAL_FIT_ITERATIONS if final else config.fit_iterations)
+                 max_iterations=config.final_fit_iterations if final else config.fit_iterations)
     return report.iterations
 
 
