@@ -216,9 +216,11 @@ def test_bad_estimator_options_are_refused_before_any_charge(options, message, d
     assert acc.ledger == ()
 
 
-def test_a_fit_iterations_of_another_type_is_a_type_error():
-    with pytest.raises(TypeError, match="fit_iterations"):
-        MWEMConfig(epsilon=1.0, estimator="fit", fit_iterations=2.5)
+@pytest.mark.parametrize("name", ["fit_iterations", "final_fit_iterations"])
+@pytest.mark.parametrize("value", [2.5, True])
+def test_a_fit_iterations_of_another_type_is_a_type_error(name, value):
+    with pytest.raises(TypeError, match=name):
+        MWEMConfig(epsilon=1.0, estimator="fit", **{name: value})
 
 
 def test_a_one_way_start_of_single_queries_is_refused():

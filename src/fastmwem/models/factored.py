@@ -258,6 +258,11 @@ class FactoredState:
         cid, sub, local = self.clique_of(workload, group)
         return self.root_table(cid), sub, local
 
+    def holds(self, workload: LinearWorkload, group: int) -> bool:
+        """Whether a clique already holds ``group`` (so that :meth:`clique_of` absorbs
+        nothing)."""
+        return self.tree.covering(self._group_axes(workload, group)) is not None
+
     def clique_of(self, workload: LinearWorkload, group: int
                   ) -> tuple[int, LinearWorkload, int]:
         """The clique holding ``group`` (absorbed first if needed), and the group over its
@@ -267,7 +272,11 @@ class FactoredState:
 
     def root_table(self, cid: int) -> np.ndarray:
         """Clique ``cid``'s table, flat, after making it the root: the caller updates it in
-        place (the joint is multiplied as the table is; the tree is no longer calibrated)."""
+        place (the joint is multiplied as the table is; the tree is no longer calibrated).
+
+        The state's cached marginals are dropped here, before the caller's write: read nothing
+        of the state (no :meth:`marginal`, no answer) until the writes are done.
+        """
         self.tree.make_root(cid)
         self.tree.calibrated = False
         self._version += 1

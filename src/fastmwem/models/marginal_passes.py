@@ -224,15 +224,17 @@ def fit_clique_marginals(state: FactoredState, workload: LinearWorkload, groups:
     Each run of consecutive groups held by one clique is one chain of sweeps over that clique's
     table while it is the root; the root moves (a message along each edge of the way) only
     between runs, as it does step by step (give the groups in
-    :meth:`~fastmwem.models.factored.FactoredState.pass_order`). Passes stop as
-    :meth:`~fastmwem.models.factored.FactoredState.moved` says, as the plain passes do.
-    ``None`` (nothing done) when the sweeps do not apply: without numba, or when a group over
-    its clique has no compact index (a clique above ``_INDEX_DOMAIN_CELLS``, or a measured
-    marginal above 65,536 cells).
+    :meth:`~fastmwem.models.factored.FactoredState.pass_order`, which also absorbs them). Passes
+    stop as :meth:`~fastmwem.models.factored.FactoredState.moved` says, as the plain passes do.
+    ``None`` (nothing done, not even a change of structure) when the sweeps do not apply:
+    without numba, when a group is not yet held by a clique (absorbing a later group could
+    merge an earlier one's clique), or when a group over its clique has no compact index (a
+    clique above ``_INDEX_DOMAIN_CELLS``, or a measured marginal above 65,536 cells).
     """
     kernels = _kernels()
     if (kernels is None or passes < 1 or not groups
-            or not getattr(workload, "groups_partition_cells", False)):
+            or not getattr(workload, "groups_partition_cells", False)
+            or not all(state.holds(workload, int(g)) for g in groups)):
         return None
     found = [state.clique_of(workload, int(g)) for g in groups]
     cliques = [cid for cid, _, _ in found]
@@ -256,6 +258,8 @@ def fit_clique_marginals(state: FactoredState, workload: LinearWorkload, groups:
         checkpoint = state.checkpoint() if tolerance > 0 else None
         for first, stop in chains:
             p = state.root_table(cliques[first])
+            if any(indices[j].size != p.size for j in range(first, stop)):  # the sweeps index p
+                raise RuntimeError("a clique changed shape during the passes")
             factors: np.ndarray | None = None
             for j in range(first, stop):
                 current = np.zeros(sizes[j])
