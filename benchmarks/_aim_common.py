@@ -51,6 +51,27 @@ def write_json_atomic(path: str, payload: object) -> None:
         raise
 
 
+def paired_bars(path: str, labels: Sequence[str], pairs: Sequence[tuple[str, Sequence[float]]],
+                ylabel: str, title: str, width: float = 8.0) -> None:
+    """Two bars an input (the ``(label, values)`` of each ``pairs`` entry), saved as a PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(width, 4))
+    x = np.arange(len(labels))
+    for shift, (label, values) in zip((-0.2, 0.2), pairs):
+        ax.bar(x + shift, list(values), 0.4, label=label)
+    ax.set_xticks(x, list(labels), fontsize=7)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def load_dataset(name: str, csv_path: str | None, domain_path: str | None) -> Dataset:
     """The bundled NLTCS, or a CSV of codes with its domain JSON (both paths given).
 

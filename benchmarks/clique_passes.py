@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from _aim_common import RESULTS, machine, write_json_atomic
+from _aim_common import RESULTS, machine, paired_bars, write_json_atomic
 from accuracy_suite import DELTA, load, order_of
 
 from fastmwem.models import marginal_passes
@@ -130,23 +130,11 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def plot(rows: list[dict], path: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(10, 4))
-    labels = [f"{r['table']}\n{r['privacy']} {r['epsilon']:g}" for r in rows]
-    x = np.arange(len(rows))
-    ax.bar(x - 0.2, [r["plain_cpu_seconds"] for r in rows], 0.4, label="plain steps")
-    ax.bar(x + 0.2, [r["compiled_cpu_seconds"] for r in rows], 0.4,
-           label="compiled sweeps per clique")
-    ax.set_xticks(x, labels, fontsize=7)
-    ax.set_ylabel("CPU seconds (whole default run)")
-    ax.set_title("junction tree reuse passes, same released data")
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    paired_bars(path, [f"{r['table']}\n{r['privacy']} {r['epsilon']:g}" for r in rows],
+                [("plain steps", [r["plain_cpu_seconds"] for r in rows]),
+                 ("compiled sweeps per clique", [r["compiled_cpu_seconds"] for r in rows])],
+                "CPU seconds (whole default run)",
+                "junction tree reuse passes, same released data", width=15.0)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ import resource
 import sys
 
 import numpy as np
-from _aim_common import RESULTS, machine, write_json_atomic
+from _aim_common import RESULTS, machine, paired_bars, write_json_atomic
 from accuracy_suite import load
 
 from fastmwem.models import fit as fit_module
@@ -100,22 +100,10 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def plot(rows: list[dict], path: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(8, 4))
-    labels = [f"{r['table']}\nk={r['k']} s{r['seed']}" for r in rows]
-    x = np.arange(len(rows))
-    ax.bar(x - 0.2, [r["group_cpu_seconds"] for r in rows], 0.4, label="group by group")
-    ax.bar(x + 0.2, [r["tree_cpu_seconds"] for r in rows], 0.4, label="tree of marginals")
-    ax.set_xticks(x, labels, fontsize=7)
-    ax.set_ylabel("CPU seconds")
-    ax.set_title("dense weighted fit, same steps")
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    paired_bars(path, [f"{r['table']}\nk={r['k']} s{r['seed']}" for r in rows],
+                [("group by group", [r["group_cpu_seconds"] for r in rows]),
+                 ("tree of marginals", [r["tree_cpu_seconds"] for r in rows])],
+                "CPU seconds", "dense weighted fit, same steps")
 
 
 if __name__ == "__main__":
