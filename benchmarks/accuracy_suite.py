@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import gzip
+import importlib
 import json
 import math
 import os
@@ -92,6 +93,8 @@ def _dense(policy: dict[str, object]) -> dict[str, object]:
                                     **_DENSE_MODEL}}
 
 
+# The fit's line search as it was: it doubled its step before every step.
+_GROW_EVERY_STEP = {"models.fit._GROW_AFTER": 0}
 POLICIES: dict[str, dict[str, dict[str, object]]] = {
     "pure": {"pure-default": {},
              # the defaults before the signal bound of a factored model's rounds: the ceiling
@@ -115,7 +118,9 @@ POLICIES: dict[str, dict[str, dict[str, object]]] = {
              # the defaults before their reuse passes stopped at 1e-3: MWEMConfig's 1e-4
              "pure-tol1e-4": {"reuse_tolerance": 1e-4},
              # the weighted final fit stopped after 300 steps (not 1000)
-             "pure-fit300": {"final_fit_iterations": 300}},
+             "pure-fit300": {"final_fit_iterations": 300},
+             # the defaults before the fit's line search waited for clean steps to double
+             "pure-grow-every-step": {"constants": _GROW_EVERY_STEP}},
     "zcdp": {"zcdp-default": {},
              # the defaults before the junction tree on dense-sized domains
              "zcdp-dense": {"constants": _DENSE_MODEL},
@@ -149,7 +154,9 @@ POLICIES: dict[str, dict[str, dict[str, object]]] = {
              # reuse passes stop once a pass moves the model by less than 1e-3 (not 1e-4)
              "zcdp-tol1e-3": {"reuse_tolerance": 1e-3},
              # the weighted final fit stopped after 300 steps (not 1000)
-             "zcdp-fit300": {"final_fit_iterations": 300}},
+             "zcdp-fit300": {"final_fit_iterations": 300},
+             # the defaults before the fit's line search waited for clean steps to double
+             "zcdp-grow-every-step": {"constants": _GROW_EVERY_STEP}},
 }
 #: The zCDP policies that ran with the defaults' dense model (written out with it).
 _RAN_DENSE = ("zcdp-factored-ceiling", "zcdp-passes", "zcdp-r25", "zcdp-r50", "zcdp-adaptive",
@@ -159,7 +166,8 @@ _RAN_DENSE = ("zcdp-factored-ceiling", "zcdp-passes", "zcdp-r25", "zcdp-r50", "z
 POLICIES["zcdp"] = {name: _dense(policy) if name in _RAN_DENSE else policy
                    for name, policy in POLICIES["zcdp"].items()}
 # The pure policies ran with reuse passes stopping at MWEMConfig's 1e-4 (written out with it).
-POLICIES["pure"] = {name: policy if name in ("pure-default", "pure-tol1e-4", "pure-fit300")
+POLICIES["pure"] = {name: policy if name in ("pure-default", "pure-tol1e-4", "pure-fit300",
+                                              "pure-grow-every-step")
                     else {**policy, "reuse_tolerance": 1e-4}
                     for name, policy in POLICIES["pure"].items()}
 ORDERS = ("mean_l1_2way", "mean_l1_3way")
@@ -190,22 +198,27 @@ def order_of(data: Dataset) -> int:
 
 @contextlib.contextmanager
 def constants(values: dict[str, object]) -> Iterator[None]:
-    """The defaults' module constants (:mod:`fastmwem.release.mwem.auto`) set to ``values``
-    for one run, then restored: a policy may vary a constant of the rules as well as an
-    option."""
+    """Module constants set to ``values`` for one run, then restored: a policy may vary a
+    constant of the rules as well as an option. A plain name is one of the defaults'
+    (:mod:`fastmwem.release.mwem.auto`); a dotted one names its module within fastmwem
+    (``"models.fit._GROW_AFTER"``)."""
     from fastmwem.release.mwem import auto
 
-    unknown = [name for name in values if not hasattr(auto, name)]
+    def owner(name: str) -> tuple[object, str]:
+        module, _, attribute = name.rpartition(".")
+        return (importlib.import_module(f"fastmwem.{module}") if module else auto), attribute
+
+    unknown = [name for name in values if not hasattr(*owner(name))]
     if unknown:
-        raise SystemExit(f"no such constant of the defaults: {unknown}")
-    saved = {name: getattr(auto, name) for name in values}
+        raise SystemExit(f"no such constant: {unknown}")
+    saved = {name: getattr(*owner(name)) for name in values}
     try:
         for name, value in values.items():
-            setattr(auto, name, value)
+            setattr(*owner(name), value)
         yield
     finally:
         for name, value in saved.items():
-            setattr(auto, name, value)
+            setattr(*owner(name), value)
 
 
 def run_once(data: Dataset, privacy: str, epsilon: float, seed: int,

@@ -9,6 +9,7 @@ import pytest
 
 from fastmwem.data import Domain
 from fastmwem.models import FactoredState, MWState
+from fastmwem.models import fit as fit_module
 from fastmwem.models.fit import FitMeasurement, FitReport, fit
 from fastmwem.release.mwem.rounds import Measurement
 from fastmwem.workloads import Marginals, RandomCountingQueries
@@ -228,3 +229,31 @@ def test_answers_of_every_measured_cell_are_fitted_on_a_larger_noisy_workload():
     state = MWState.uniform(d, TOTAL)
     report = fit(state, w, measured, tolerance=1e-10)
     assert report.converged and report.objective <= truth
+
+
+def _noisy(workload: Marginals, law: np.ndarray, seed: int) -> list[FitMeasurement]:
+    rng = np.random.default_rng(seed)
+    answers = workload.answer(law) * TOTAL
+    noisy = answers + rng.normal(0.0, 5.0, answers.size)
+    return [FitMeasurement.of_group(workload, g, noisy[workload.group_queries(g)], std=5.0)
+            for g in range(workload.n_groups)]
+
+
+@pytest.mark.parametrize("kind", sorted(STATES))
+def test_the_line_search_doubles_its_step_only_after_clean_steps(kind, monkeypatch):
+    """Doubling at every step wastes a trial on most steps of an unconverged fit; waiting for
+    two steps accepted at their first trial saves most of them, and the loss still falls."""
+    w = Marginals.all_kway(SMALL, 2)
+    measured = _noisy(w, _law(SMALL, 3, alpha=0.3), seed=4)
+    reports = {}
+    for grow_after in (0, 2):
+        monkeypatch.setattr(fit_module, "_GROW_AFTER", grow_after)
+        state = STATES[kind](SMALL, TOTAL)
+        reports[grow_after] = fit(state, w, measured, tolerance=0.0, max_iterations=200)
+    every, clean = reports[0], reports[2]
+    for report in (every, clean):
+        assert report.iterations == 200 and report.trials >= report.iterations
+        assert np.all(np.diff(report.objectives) <= 0)
+    assert every.trials >= 1.8 * every.iterations
+    assert clean.trials <= 1.5 * clean.iterations
+    assert clean.objective <= every.objective * (1 + 1e-3)
