@@ -11,6 +11,7 @@ import contextlib
 import json
 import os
 import platform
+import resource
 import signal
 import subprocess
 import sys
@@ -28,6 +29,12 @@ from fastmwem.evaluation import workload_error
 from fastmwem.workloads import Marginals
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+
+
+def cpu() -> float:
+    """CPU seconds of this process so far, user and system."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def machine() -> dict[str, object]:

@@ -17,14 +17,13 @@ from __future__ import annotations
 import argparse
 import itertools
 import os
-import resource
 import sys
 import warnings
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from _aim_common import RESULTS, machine, paired_bars, write_json_atomic
+from _aim_common import RESULTS, cpu, machine, paired_bars, write_json_atomic
 from accuracy_suite import DELTA, load, order_of
 
 from fastmwem.models import marginal_passes
@@ -35,10 +34,6 @@ from fastmwem.workloads import Marginals
 OUT = os.path.join(RESULTS, "clique_passes.json")
 TABLES = ["titanic", "mroz", "bundesliga", "nltcs", "msq", "salary", "adult", "diamonds"]
 
-
-def cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
 
 
 class _ReuseClock:

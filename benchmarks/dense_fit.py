@@ -15,11 +15,10 @@ from __future__ import annotations
 import argparse
 import itertools
 import os
-import resource
 import sys
 
 import numpy as np
-from _aim_common import RESULTS, machine, paired_bars, write_json_atomic
+from _aim_common import RESULTS, cpu, machine, paired_bars, write_json_atomic
 from accuracy_suite import load
 
 from fastmwem.models import fit as fit_module
@@ -29,10 +28,6 @@ from fastmwem.workloads import Marginals
 
 OUT = os.path.join(RESULTS, "dense_fit.json")
 
-
-def cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
 
 
 def measurements(table: str, k: int, std: float, seed: int

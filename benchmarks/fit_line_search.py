@@ -19,14 +19,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import sys
 import warnings
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from _aim_common import RESULTS, machine, mean_marginal_l1, write_json_atomic
+from _aim_common import RESULTS, cpu, machine, mean_marginal_l1, write_json_atomic
 
 from fastmwem.data import Dataset, Domain
 from fastmwem.models import fit as fit_module
@@ -41,10 +40,6 @@ TABLES = {"A": (101, (2, 3, 4, 5, 2, 6, 3, 8, 2, 4), 40_000),
           "B": (202, (4,) * 9, 120_000),
           "C": (303, (2,) * 14, 20_000)}
 
-
-def cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
 
 
 def synthetic(seed: int, sizes: tuple[int, ...], n: int) -> Dataset:
